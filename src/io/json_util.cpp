@@ -1,0 +1,73 @@
+#include "io/json_util.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace eaglet {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, ": not valid JSON (", e.what(), ")");
+  }
+}
+
+const nlohmann::json& json_require(const nlohmann::json& j, const std::string& file, const std::string& key) {
+  if (!j.is_object()) fail(file, ": expected a JSON object, found ", j.type_name());
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) fail(file, ": missing required field '", key, "'");
+  return *it;
+}
+
+namespace {
+const nlohmann::json* present(const nlohmann::json& j, const std::string& key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return (it == j.end() || it->is_null()) ? nullptr : &*it;
+}
+}  // namespace
+
+int64_t json_int(const nlohmann::json& j, const std::string& file, const std::string& key, int64_t fallback) {
+  const nlohmann::json* v = present(j, key);
+  if (v == nullptr) return fallback;
+  if (v->is_number_integer()) return v->get<int64_t>();
+  if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>())))
+    return static_cast<int64_t>(v->get<double>());
+  fail(file, ": field '", key, "' must be an integer, found ", v->dump());
+}
+
+int64_t json_require_int(const nlohmann::json& j, const std::string& file, const std::string& key) {
+  json_require(j, file, key);
+  return json_int(j, file, key, 0);
+}
+
+double json_number(const nlohmann::json& j, const std::string& file, const std::string& key, double fallback) {
+  const nlohmann::json* v = present(j, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number()) fail(file, ": field '", key, "' must be a number, found ", v->dump());
+  return v->get<double>();
+}
+
+bool json_bool(const nlohmann::json& j, const std::string& file, const std::string& key, bool fallback) {
+  const nlohmann::json* v = present(j, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) fail(file, ": field '", key, "' must be true or false, found ", v->dump());
+  return v->get<bool>();
+}
+
+std::string json_string(const nlohmann::json& j, const std::string& file, const std::string& key,
+                        const std::string& fallback) {
+  const nlohmann::json* v = present(j, key);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) fail(file, ": field '", key, "' must be a string, found ", v->dump());
+  return v->get<std::string>();
+}
+
+}  // namespace eaglet

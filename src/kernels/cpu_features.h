@@ -1,0 +1,22 @@
+#pragma once
+// Which vector instruction set the kernels use, chosen once at run time from cpuid.
+// EAGLET_ISA=scalar|avx2|avx512 in the environment forces a lower level (for tests and comparisons).
+#include <string_view>
+
+namespace eaglet {
+
+enum class Isa { Scalar, Avx2, Avx512 };
+
+struct CpuFeatures {
+  bool avx2_fma = false;    // AVX2 + FMA + F16C
+  bool avx512 = false;      // AVX-512 F, BW, VL
+  bool avx512_bf16 = false; // vdpbf16ps
+  bool amx_bf16 = false;    // AMX tiles with bf16
+};
+
+const CpuFeatures& cpu_features();
+Isa active_isa();
+void set_active_isa(Isa isa);  // clamped to what the CPU has
+std::string_view isa_name(Isa isa);
+
+}  // namespace eaglet

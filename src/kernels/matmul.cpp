@@ -1,0 +1,62 @@
+#include "kernels/matmul.h"
+
+#include <cstring>
+
+#include "kernels/cpu_features.h"
+#include "util/thread_pool.h"
+
+namespace eaglet {
+
+float load_as_f32(const void* data, DType dtype, int64_t i) {
+  const auto* bytes = static_cast<const std::byte*>(data);
+  switch (dtype) {
+    case DType::F32: {
+      float v;
+      std::memcpy(&v, bytes + 4 * i, 4);
+      return v;
+    }
+    case DType::BF16:
+    case DType::F16: {
+      uint16_t h;
+      std::memcpy(&h, bytes + 2 * i, 2);
+      return dtype == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+    }
+    default:
+      return 0.0f;
+  }
+}
+
+namespace detail {
+void matmul_rows_scalar(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+  const int64_t K = w.cols, N = w.rows;
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t m = 0; m < M; ++m) {
+      float acc = 0.0f;
+      for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * load_as_f32(w.data, w.dtype, n * K + k);
+      y[m * N + n] = acc;
+    }
+}
+}  // namespace detail
+
+void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w) {
+  detail::matmul_rows_scalar(y, x, M, w, 0, w.rows);
+}
+
+void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPool& pool) {
+  auto rows = &detail::matmul_rows_scalar;
+  switch (active_isa()) {
+    case Isa::Avx512: rows = &detail::matmul_rows_avx512; break;
+    case Isa::Avx2: rows = &detail::matmul_rows_avx2; break;
+    case Isa::Scalar: break;
+  }
+  // Blocks of 16 output rows keep each thread's weight stream contiguous; about 4 chunks per thread balance load.
+  constexpr int64_t kBlock = 16;
+  const int64_t blocks = (w.rows + kBlock - 1) / kBlock;
+  pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1, int) {
+    const int64_t n0 = static_cast<int64_t>(b0) * kBlock;
+    const int64_t n1 = std::min<int64_t>(static_cast<int64_t>(b1) * kBlock, w.rows);
+    rows(y, x, M, w, n0, n1);
+  });
+}
+
+}  // namespace eaglet

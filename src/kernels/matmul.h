@@ -1,0 +1,36 @@
+#pragma once
+// y = x · Wᵀ for a batch of M activation rows: the one operation that reads the weights.
+// Activations are fp32; weights stay in their checkpoint dtype (F32, BF16, F16) and are widened in registers;
+// accumulation is fp32. M = 1 is decode, small M is verification, large M is prefill.
+#include <cstdint>
+
+#include "io/dtype.h"
+
+namespace eaglet {
+
+class ThreadPool;
+
+struct WeightMatrix {
+  const void* data = nullptr;  // row-major [rows, cols], no alignment guarantee
+  DType dtype = DType::F32;
+  int64_t rows = 0;  // output features (N)
+  int64_t cols = 0;  // input features (K)
+};
+
+// y[M, rows] = x[M, cols] · Wᵀ. Uses the active ISA (kernels/cpu_features.h) and the pool's threads.
+void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPool& pool);
+
+// Plain C++ loops, the reference the vector kernels are tested against.
+void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w);
+
+// Reads element i of a weight (or any F32/BF16/F16 vector) as fp32.
+float load_as_f32(const void* data, DType dtype, int64_t i);
+
+namespace detail {
+// Rows [n0, n1) of y, one implementation per ISA.
+void matmul_rows_avx512(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
+void matmul_rows_avx2(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
+void matmul_rows_scalar(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
+}  // namespace detail
+
+}  // namespace eaglet

@@ -1,0 +1,75 @@
+// Register-tiled matmul body shared by the AVX2 and AVX-512 translation units. Each includes this file after
+// selecting its target ISA and defining a traits struct S with: V, kLanes, zero(), loadu(const float*),
+// load_bf16(const void*), load_f16(const void*), fma(a, b, acc), sum(V).
+// A tile is MR activation rows x NR weight rows; weights are widened to fp32 once per tile and per k-step.
+namespace eaglet::detail {
+
+template <class S, DType kType>
+inline typename S::V load_weights(const std::byte* row, int64_t k) {
+  if constexpr (kType == DType::F32) return S::loadu(reinterpret_cast<const float*>(row) + k);
+  else if constexpr (kType == DType::BF16) return S::load_bf16(row + 2 * k);
+  else return S::load_f16(row + 2 * k);
+}
+
+template <class S, DType kType, int MR, int NR>
+void tile(float* y, const float* x, int64_t K, int64_t N, const std::byte* w, int64_t m, int64_t n) {
+  using V = typename S::V;
+  const size_t row_bytes = static_cast<size_t>(K) * dtype_size(kType);
+  V acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = S::zero();
+  const int64_t kv = K / S::kLanes * S::kLanes;
+  for (int64_t k = 0; k < kv; k += S::kLanes) {
+    V wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = load_weights<S, kType>(w + (n + j) * row_bytes, k);
+    for (int i = 0; i < MR; ++i) {
+      const V xv = S::loadu(x + (m + i) * K + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = S::fma(xv, wv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) {
+      float s = S::sum(acc[i][j]);
+      for (int64_t k = kv; k < K; ++k) s += x[(m + i) * K + k] * load_as_f32(w + (n + j) * row_bytes, kType, k);
+      y[(m + i) * N + n + j] = s;
+    }
+}
+
+template <class S, DType kType, int MR>
+void tile_rows(float* y, const float* x, int64_t K, int64_t N, const std::byte* w, int64_t m, int64_t n, int nr) {
+  switch (nr) {
+    case 4: tile<S, kType, MR, 4>(y, x, K, N, w, m, n); break;
+    case 3: tile<S, kType, MR, 3>(y, x, K, N, w, m, n); break;
+    case 2: tile<S, kType, MR, 2>(y, x, K, N, w, m, n); break;
+    default: tile<S, kType, MR, 1>(y, x, K, N, w, m, n); break;
+  }
+}
+
+template <class S, DType kType>
+void matmul_rows_typed(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+  const auto* base = static_cast<const std::byte*>(w.data);
+  const int64_t K = w.cols, N = w.rows;
+  for (int64_t n = n0; n < n1; n += 4) {
+    const int nr = static_cast<int>(n1 - n < 4 ? n1 - n : 4);
+    int64_t m = 0;
+    for (; m + 4 <= M; m += 4) tile_rows<S, kType, 4>(y, x, K, N, base, m, n, nr);
+    switch (M - m) {
+      case 3: tile_rows<S, kType, 3>(y, x, K, N, base, m, n, nr); break;
+      case 2: tile_rows<S, kType, 2>(y, x, K, N, base, m, n, nr); break;
+      case 1: tile_rows<S, kType, 1>(y, x, K, N, base, m, n, nr); break;
+      default: break;
+    }
+  }
+}
+
+template <class S>
+void matmul_rows_simd(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+  switch (w.dtype) {
+    case DType::BF16: matmul_rows_typed<S, DType::BF16>(y, x, M, w, n0, n1); break;
+    case DType::F16: matmul_rows_typed<S, DType::F16>(y, x, M, w, n0, n1); break;
+    case DType::F32: matmul_rows_typed<S, DType::F32>(y, x, M, w, n0, n1); break;
+    default: matmul_rows_scalar(y, x, M, w, n0, n1); break;
+  }
+}
+
+}  // namespace eaglet::detail

@@ -1,0 +1,64 @@
+#include "kernels/ops.h"
+
+#include <cmath>
+#include <limits>
+
+namespace eaglet {
+
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
+  const float scale = 1.0f / std::sqrt(static_cast<float>(sum_sq / static_cast<double>(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void rope_angles(float* cos, float* sin, int64_t position, const float* inv_freq, int64_t half) {
+  // As HF: the angle is a float32 product of the float32 position and float32 inverse frequency.
+  const float p = static_cast<float>(position);
+  for (int64_t j = 0; j < half; ++j) {
+    const float angle = p * inv_freq[j];
+    cos[j] = std::cos(angle);
+    sin[j] = std::sin(angle);
+  }
+}
+
+void rope_rotate(float* v, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin) {
+  const int64_t half = head_dim / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* x = v + h * head_dim;
+    for (int64_t j = 0; j < half; ++j) {
+      const float a = x[j], b = x[j + half];
+      x[j] = a * cos[j] - b * sin[j];
+      x[j + half] = b * cos[j] + a * sin[j];
+    }
+  }
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+  if (max == -std::numeric_limits<float>::infinity()) {
+    for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
+    return;
+  }
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace eaglet

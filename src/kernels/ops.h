@@ -1,0 +1,23 @@
+#pragma once
+// Elementwise and row operations of the transformer, on fp32 activations.
+#include <cstdint>
+
+namespace eaglet {
+
+// out = x / sqrt(mean(x²) + eps) * weight, over n elements (out may alias x).
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+
+// cos/sin of position · inv_freq, for the half-split ("rotate_half") RoPE layout: element j pairs with j + half.
+void rope_angles(float* cos, float* sin, int64_t position, const float* inv_freq, int64_t half);
+// Rotates n_heads vectors of head_dim = 2·half in place: v[j], v[j+half] -> (v[j]c - v[j+half]s, v[j+half]c + v[j]s).
+void rope_rotate(float* v, int64_t n_heads, int64_t head_dim, const float* cos, const float* sin);
+
+// gate[i] = silu(gate[i]) * up[i]
+void silu_mul(float* gate, const float* up, int64_t n);
+
+// In-place softmax over n scores; entries equal to -infinity get probability 0.
+void softmax(float* x, int64_t n);
+
+void add_inplace(float* y, const float* x, int64_t n);
+
+}  // namespace eaglet

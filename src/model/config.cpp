@@ -1,0 +1,175 @@
+#include "model/config.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "io/json_util.h"
+#include "model/architectures.h"
+#include "util/error.h"
+
+namespace eaglet {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<float> default_inv_freq(double theta, int64_t head_dim) {
+  std::vector<float> inv(static_cast<size_t>(head_dim / 2));
+  const float base = static_cast<float>(theta);
+  for (size_t i = 0; i < inv.size(); ++i)
+    inv[i] = 1.0f / std::pow(base, static_cast<float>(2 * i) / static_cast<float>(head_dim));
+  return inv;
+}
+
+RopeConfig parse_rope(const json& j, const std::string& file) {
+  RopeConfig r;
+  r.theta = json_number(j, file, "rope_theta", 10000.0);
+  if (r.theta <= 0) fail(file, ": field 'rope_theta' must be positive, found ", r.theta);
+  if (json_number(j, file, "partial_rotary_factor", 1.0) != 1.0)
+    fail(file, ": field 'partial_rotary_factor' other than 1.0 is not supported");
+  auto it = j.find("rope_scaling");
+  if (it == j.end() || it->is_null()) return r;
+  const json& s = *it;
+  const std::string where = file + ": rope_scaling";
+  if (!s.is_object()) fail(where, " must be an object or null, found ", s.dump());
+  std::string type = json_string(s, where, "rope_type", json_string(s, where, "type", "default"));
+  if (type == "default") return r;
+  if (type == "linear") {
+    r.type = RopeType::Linear;
+    json_require(s, where, "factor");
+    r.factor = json_number(s, where, "factor", 1.0);
+  } else if (type == "llama3") {
+    r.type = RopeType::Llama3;
+    for (const char* key : {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+      json_require(s, where, key);
+    r.factor = json_number(s, where, "factor", 1.0);
+    r.low_freq_factor = json_number(s, where, "low_freq_factor", 1.0);
+    r.high_freq_factor = json_number(s, where, "high_freq_factor", 4.0);
+    r.original_max_position = json_int(s, where, "original_max_position_embeddings", 0);
+    if (r.high_freq_factor <= r.low_freq_factor || r.original_max_position <= 0)
+      fail(where, ": llama3 needs high_freq_factor > low_freq_factor and original_max_position_embeddings > 0");
+  } else {
+    fail(where, ": rope type '", type, "' is not supported (supported: default, linear, llama3)");
+  }
+  if (r.factor <= 0) fail(where, ": 'factor' must be positive, found ", r.factor);
+  return r;
+}
+
+std::vector<int64_t> parse_token_ids(const json& j, const std::string& file, const std::string& key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return {};
+  std::vector<int64_t> ids;
+  auto add = [&](const json& v) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0)
+      fail(file, ": field '", key, "' must be a token id or a list of token ids, found ", it->dump());
+    ids.push_back(v.get<int64_t>());
+  };
+  if (it->is_array()) {
+    for (const auto& v : *it) add(v);
+  } else {
+    add(*it);
+  }
+  return ids;
+}
+
+void apply_layer_types(ModelConfig& c, const json& j, int64_t window) {
+  auto it = j.find("layer_types");
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_array() || static_cast<int64_t>(it->size()) != c.num_layers)
+    fail(c.file, ": field 'layer_types' must list ", c.num_layers, " layer types");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& t = (*it)[i];
+    if (t == "full_attention") {
+      c.sliding_window[i] = 0;
+    } else if (t == "sliding_attention") {
+      if (window <= 0) fail(c.file, ": layer_types[", i, "] is sliding_attention but 'sliding_window' is not set");
+      c.sliding_window[i] = window;
+    } else {
+      fail(c.file, ": layer_types[", i, "] = ", t.dump(), " (expected full_attention or sliding_attention)");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<float> RopeConfig::inv_freq(int64_t head_dim) const {
+  std::vector<float> inv = default_inv_freq(theta, head_dim);
+  if (type == RopeType::Linear) {
+    for (float& f : inv) f /= static_cast<float>(factor);
+  } else if (type == RopeType::Llama3) {
+    // HF _compute_llama3_parameters, in float32.
+    const float pi = 3.14159265358979323846f;
+    const float old_len = static_cast<float>(original_max_position);
+    const float lf = static_cast<float>(low_freq_factor), hf = static_cast<float>(high_freq_factor);
+    const float fac = static_cast<float>(factor);
+    const float low_wavelen = old_len / lf, high_wavelen = old_len / hf;
+    for (float& f : inv) {
+      const float wavelen = 2.0f * pi / f;
+      const float scaled = wavelen > low_wavelen ? f / fac : f;
+      const float smooth = (old_len / wavelen - lf) / (hf - lf);
+      const float smoothed = (1.0f - smooth) * scaled / fac + smooth * scaled;
+      const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+      f = medium ? smoothed : scaled;
+    }
+  }
+  return inv;
+}
+
+ModelConfig ModelConfig::load(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  ModelConfig c;
+  c.dir = model_dir;
+  c.file = (fs::path(model_dir) / "config.json").string();
+  if (!fs::exists(c.file)) fail(model_dir, ": no config.json (expected a Hugging Face model folder)");
+  const json j = read_json_file(c.file);
+  if (!j.is_object()) fail(c.file, ": expected a JSON object");
+  c.model_type = json_string(j, c.file, "model_type", "");
+  if (c.model_type.empty()) fail(c.file, ": missing required field 'model_type'");
+  c.vocab_size = json_require_int(j, c.file, "vocab_size");
+  c.hidden_size = json_require_int(j, c.file, "hidden_size");
+  c.intermediate_size = json_require_int(j, c.file, "intermediate_size");
+  c.num_layers = json_require_int(j, c.file, "num_hidden_layers");
+  c.num_heads = json_require_int(j, c.file, "num_attention_heads");
+  c.num_kv_heads = json_int(j, c.file, "num_key_value_heads", c.num_heads);
+  for (auto [key, v] : {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
+                        {"intermediate_size", c.intermediate_size}, {"num_hidden_layers", c.num_layers},
+                        {"num_attention_heads", c.num_heads}, {"num_key_value_heads", c.num_kv_heads}})
+    if (v <= 0 || v > (int64_t{1} << 24)) fail(c.file, ": field '", key, "' must be a positive size, found ", v);
+  if (c.num_heads % c.num_kv_heads != 0)
+    fail(c.file, ": num_attention_heads (", c.num_heads, ") must be a multiple of num_key_value_heads (",
+         c.num_kv_heads, ")");
+  if (!j.contains("head_dim") || j["head_dim"].is_null()) {
+    if (c.hidden_size % c.num_heads != 0)
+      fail(c.file, ": hidden_size (", c.hidden_size, ") is not divisible by num_attention_heads (", c.num_heads,
+           ") and no head_dim is given");
+    c.head_dim = c.hidden_size / c.num_heads;
+  } else {
+    c.head_dim = json_int(j, c.file, "head_dim", 0);
+  }
+  if (c.head_dim <= 0 || c.head_dim % 2 != 0) fail(c.file, ": head_dim must be positive and even, found ", c.head_dim);
+  c.rms_norm_eps = static_cast<float>(json_number(j, c.file, "rms_norm_eps", 1e-6));
+  const std::string act = json_string(j, c.file, "hidden_act", "silu");
+  if (act != "silu") fail(c.file, ": hidden_act '", act, "' is not supported (expected silu)");
+  c.rope = parse_rope(j, c.file);
+  c.max_position_embeddings = json_int(j, c.file, "max_position_embeddings", 4096);
+  c.tie_word_embeddings = json_bool(j, c.file, "tie_word_embeddings", false);
+  c.torch_dtype = json_string(j, c.file, "torch_dtype", json_string(j, c.file, "dtype", ""));
+  c.sliding_window.assign(static_cast<size_t>(c.num_layers), 0);
+  apply_architecture(c, j);
+  apply_layer_types(c, j, json_int(j, c.file, "sliding_window", 0));
+
+  const auto bos = parse_token_ids(j, c.file, "bos_token_id");
+  c.bos_token_id = bos.empty() ? -1 : bos[0];
+  c.eos_token_ids = parse_token_ids(j, c.file, "eos_token_id");
+  const fs::path gen = fs::path(model_dir) / "generation_config.json";
+  if (fs::exists(gen)) {
+    const json g = read_json_file(gen.string());
+    auto gen_eos = parse_token_ids(g, gen.string(), "eos_token_id");
+    if (!gen_eos.empty()) c.eos_token_ids = gen_eos;  // generation uses generation_config's stop set, as HF does
+  }
+  for (int64_t id : c.eos_token_ids)
+    if (id >= c.vocab_size) fail(c.file, ": eos_token_id ", id, " is outside the vocabulary of ", c.vocab_size);
+  return c;
+}
+
+}  // namespace eaglet

@@ -1,0 +1,55 @@
+#include "model/kv_cache.h"
+
+#include <cstring>
+
+#include "util/error.h"
+
+namespace eaglet {
+
+KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t head_dim, int64_t capacity)
+    : layers_(num_layers), row_(num_kv_heads * head_dim), capacity_(capacity) {
+  const size_t n = static_cast<size_t>(layers_ * capacity_ * row_);
+  k_.assign(n, 0.0f);
+  v_.assign(n, 0.0f);
+  positions_.assign(static_cast<size_t>(capacity_), 0);
+}
+
+void KVCache::begin_batch(std::span<const int32_t> positions) {
+  const int64_t m = static_cast<int64_t>(positions.size());
+  if (size_ + m > capacity_)
+    fail("context of ", capacity_, " tokens is full: ", size_, " cached + ", m,
+         " new tokens do not fit (raise --ctx)");
+  for (int64_t i = 0; i < m; ++i) positions_[static_cast<size_t>(size_ + i)] = positions[static_cast<size_t>(i)];
+  pending_ = m;
+}
+
+void KVCache::commit_all() {
+  size_ += pending_;
+  pending_ = 0;
+}
+
+void KVCache::commit(std::span<const int32_t> batch_indices) {
+  int64_t kept = 0;
+  for (int32_t idx : batch_indices) {
+    if (idx < 0 || idx >= pending_ || idx < kept) fail("KVCache::commit: batch index ", idx, " is out of order or range");
+    const int64_t from = size_ + idx, to = size_ + kept;
+    if (from != to) {
+      for (int64_t l = 0; l < layers_; ++l) {
+        std::memcpy(k(l, to), k(l, from), static_cast<size_t>(row_) * sizeof(float));
+        std::memcpy(v(l, to), v(l, from), static_cast<size_t>(row_) * sizeof(float));
+      }
+      positions_[static_cast<size_t>(to)] = positions_[static_cast<size_t>(from)];
+    }
+    ++kept;
+  }
+  size_ += kept;
+  pending_ = 0;
+}
+
+void KVCache::truncate(int64_t n) {
+  if (n < 0 || n > size_) fail("KVCache::truncate: ", n, " is outside [0, ", size_, "]");
+  size_ = n;
+  pending_ = 0;
+}
+
+}  // namespace eaglet

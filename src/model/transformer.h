@@ -1,0 +1,94 @@
+#pragma once
+// The target model: a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3) read from a Hugging Face folder.
+// One forward processes a batch of new tokens with explicit positions and an explicit attention mask over the
+// cache + the batch, which covers prefill, decode, chain verification and tree verification alike. The generic
+// layer loop records the residual stream entering chosen layers (EAGLE-3 aux hidden states) for every architecture.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "kernels/matmul.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+
+namespace eaglet {
+
+struct Linear {
+  WeightMatrix w;
+  std::vector<float> bias;  // empty: no bias
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm, mlp_norm;  // [hidden]
+  std::vector<float> q_norm, k_norm;       // [head_dim], Qwen3 only
+  Linear q, k, v, o;                        // q: [heads*D, hidden], k/v: [kv_heads*D, hidden], o: [hidden, heads*D]
+  Linear gate, up, down;                    // gate/up: [inter, hidden], down: [hidden, inter]
+};
+
+struct ForwardBatch {
+  std::span<const int32_t> tokens;
+  std::span<const int32_t> positions;  // RoPE positions; empty: cache.size() + i
+  // mask[i * M + j]: new token i sees new token j (j <= i). Empty: causal. Every new token sees all cached tokens
+  // (subject to a sliding window).
+  std::span<const uint8_t> mask;
+  bool all_logits = false;  // logits for every row (verification, perplexity) or only the last row
+};
+
+struct LoadOptions {
+  bool allow_unused_tensors = false;  // explicit opt-out of strict tensor accounting (never the default)
+};
+
+class Transformer {
+ public:
+  static std::unique_ptr<Transformer> load(const std::string& model_dir, const LoadOptions& options = {});
+
+  const ModelConfig& config() const { return config_; }
+  KVCache make_cache(int64_t capacity) const;
+
+  // Hidden states to capture, with the Hugging Face hidden_states[i] meaning: i < L is the residual stream entering
+  // layer i, i == L the final pre-norm output. Sorted ascending; out-of-range or repeated ids are an Error.
+  void set_aux_layers(std::vector<int> ids);
+  const std::vector<int>& aux_layers() const { return aux_layers_; }
+  std::vector<int> default_aux_layers() const;  // [2, L/2, L-3], as the EAGLE-3 reference
+
+  // Runs the batch. Its K/V are written to the cache as pending entries; commit or discard them after.
+  void forward(KVCache& cache, const ForwardBatch& batch);
+
+  // Results of the last forward.
+  int64_t logits_rows() const { return logits_rows_; }
+  std::span<const float> logits() const { return {logits_.data(), static_cast<size_t>(logits_rows_ * config_.vocab_size)}; }
+  const float* logits_row(int64_t r) const { return logits_.data() + r * config_.vocab_size; }
+  // [M, aux_layers().size() * hidden], states concatenated in ascending layer order.
+  std::span<const float> aux_hidden() const { return {aux_.data(), static_cast<size_t>(batch_ * aux_width())}; }
+  int64_t aux_width() const { return static_cast<int64_t>(aux_layers_.size()) * config_.hidden_size; }
+
+  // Weights, for the drafter that shares the target's embedding and head.
+  const TensorView& embed_tokens() const { return *embed_; }
+  const WeightMatrix& lm_head() const { return lm_head_; }
+  void embed(int32_t token, float* out) const;
+
+ private:
+  Transformer() = default;
+  void load_weights(const LoadOptions& options);
+  void reserve(int64_t m, int64_t context);
+  void attention(const KVCache& cache, int64_t layer, int64_t m, std::span<const uint8_t> mask);
+  void capture(int64_t layer_index);
+
+  ModelConfig config_;
+  Checkpoint checkpoint_;
+  const TensorView* embed_ = nullptr;
+  std::vector<LayerWeights> layers_;
+  std::vector<float> final_norm_;
+  WeightMatrix lm_head_;
+  std::vector<float> inv_freq_;
+  std::vector<int> aux_layers_;
+
+  // Activations of the current batch (grown on demand, never shrunk: no allocation per token).
+  int64_t batch_ = 0, logits_rows_ = 0;
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_, logits_, aux_, rope_cos_, rope_sin_, scores_;
+  std::vector<int32_t> positions_;
+};
+
+}  // namespace eaglet

@@ -1,0 +1,87 @@
+// Every vector matmul path against the plain reference, for every weight dtype and awkward sizes.
+#include "kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "util/thread_pool.h"
+
+namespace eaglet {
+namespace {
+
+struct Weights {
+  std::vector<uint16_t> half;
+  std::vector<float> full;
+  WeightMatrix matrix(DType t, int64_t n, int64_t k) const {
+    return {t == DType::F32 ? static_cast<const void*>(full.data()) : static_cast<const void*>(half.data()), t, n, k};
+  }
+};
+
+Weights random_weights(DType t, int64_t n, int64_t k, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  Weights w;
+  w.full.resize(static_cast<size_t>(n * k));
+  w.half.resize(w.full.size());
+  for (size_t i = 0; i < w.full.size(); ++i) {
+    w.full[i] = dist(rng);
+    w.half[i] = t == DType::BF16 ? f32_to_bf16(w.full[i]) : f32_to_f16(w.full[i]);
+  }
+  return w;
+}
+
+class MatmulTest : public ::testing::TestWithParam<std::tuple<Isa, DType>> {
+ protected:
+  void TearDown() override { set_active_isa(Isa::Avx512); }
+};
+
+TEST_P(MatmulTest, MatchesReference) {
+  const auto [isa, dtype] = GetParam();
+  set_active_isa(isa);
+  if (active_isa() != isa) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
+  std::mt19937 rng(1234);
+  ThreadPool pool(2);
+  for (int64_t M : {1, 2, 3, 4, 5, 8, 9, 17}) {
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{1, 16}, {7, 33}, {16, 64}, {37, 100}, {64, 257}}) {
+      Weights w = random_weights(dtype, N, K, rng);
+      std::vector<float> x(static_cast<size_t>(M * K));
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      for (float& v : x) v = dist(rng);
+      std::vector<float> got(static_cast<size_t>(M * N), NAN), want(static_cast<size_t>(M * N));
+      matmul(got.data(), x.data(), M, w.matrix(dtype, N, K), pool);
+      matmul_reference(want.data(), x.data(), M, w.matrix(dtype, N, K));
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4f * std::sqrt(static_cast<float>(K)) * (1.0f + std::fabs(want[i])))
+            << "M=" << M << " N=" << N << " K=" << K << " at " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulTest,
+                         ::testing::Combine(::testing::Values(Isa::Scalar, Isa::Avx2, Isa::Avx512),
+                                            ::testing::Values(DType::F32, DType::BF16, DType::F16)),
+                         [](const auto& info) {
+                           return std::string(isa_name(std::get<0>(info.param))) + "_" +
+                                  std::string(dtype_name(std::get<1>(info.param)));
+                         });
+
+TEST(Dtype, Bf16RoundsToNearestEven) {
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);  // exactly halfway, rounds to even (down)
+  EXPECT_EQ(f32_to_bf16(1.01171875f), 0x3f82);  // halfway, rounds to even (up)
+  EXPECT_FLOAT_EQ(bf16_to_f32(0xc0a0), -5.0f);
+}
+
+TEST(Dtype, F16RoundTrip) {
+  for (float v : {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f, 0.333251953125f})
+    EXPECT_FLOAT_EQ(f16_to_f32(f32_to_f16(v)), v) << v;
+  EXPECT_TRUE(std::isinf(f16_to_f32(f32_to_f16(1e6f))));
+  EXPECT_FLOAT_EQ(f8e4m3_to_f32(0x38), 1.0f);
+  EXPECT_FLOAT_EQ(f8e4m3_to_f32(0x7e), 448.0f);
+}
+
+}  // namespace
+}  // namespace eaglet

@@ -1,0 +1,25 @@
+#pragma once
+// Paths and helpers shared by the tests: where fixtures, shared models and the eaglet binary are.
+#include <string>
+
+namespace eaglet::test {
+
+std::string fixtures_dir();                 // build/fixtures (made by the oracle fixture tests)
+std::string shared_dir();                   // ../shared beside the repository
+std::string eaglet_bin();                   // the eaglet executable
+std::string python_bin();                   // Debian's python3 with torch (the oracle)
+std::string oracle_dir();                   // tests/oracle
+std::string temp_dir(const std::string& name);  // a fresh, empty folder for one test
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs a shell command line, capturing stdout and stderr separately.
+CommandResult run_command(const std::string& command_line);
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& bytes);
+
+}  // namespace eaglet::test
