@@ -257,7 +257,7 @@ const TensorView* TensorConsumer::take_optional(const std::string& name, const s
   return t == nullptr ? nullptr : check(t, name, shape);
 }
 
-void TensorConsumer::declare_unused(const std::string& name, const std::string& why) {
+void TensorConsumer::declare_unused(const std::string& name, const std::string& /*why: documents the call site*/) {
   if (checkpoint_.find(name) != nullptr) consumed_[name] = true;
 }
 

@@ -1,0 +1,35 @@
+# eaglet: `make demo` runs the main job, `make test` installs what is missing, builds and runs every test.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+MODEL      ?= ../shared/models/pycode-llama-19m
+
+.PHONY: all deps build test test-asan demo bench clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) test-asan
+
+# Bad-input tests (corrupt files, malformed configs, CLI misuse) under AddressSanitizer + UBSan.
+test-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DEAGLET_SANITIZE=ON
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -R 'BadInput|make_tiny_models|tokenizer_oracle'
+
+demo: build
+	$(BUILD)/eaglet generate -m $(MODEL) -n 96 -p "$$(printf 'import os\n\n\ndef list_python_files(root):\n')"
+
+bench: build
+	$(BUILD)/eaglet bench --plain
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,17 @@
+#pragma once
+// The eaglet subcommands. Each registers its flags on the CLI11 app and returns the function that runs it.
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace eaglet::cli {
+
+using Command = std::function<int()>;
+
+Command add_generate(CLI::App& app);
+Command add_perplexity(CLI::App& app);
+Command add_tokenize(CLI::App& app);
+Command add_detokenize(CLI::App& app);
+Command add_hidden(CLI::App& app);
+Command add_bench(CLI::App& app);
+
+}  // namespace eaglet::cli

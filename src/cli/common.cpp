@@ -1,0 +1,37 @@
+#include "cli/common.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace eaglet::cli {
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, ": cannot open");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& flag) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) fail(flag, ": '", item, "' is not an integer (expected e.g. 1,2,3)");
+    out.push_back(value);
+  }
+  if (out.empty()) fail(flag, ": expected a comma-separated list of integers");
+  return out;
+}
+
+}  // namespace eaglet::cli

@@ -1,0 +1,40 @@
+// eaglet: EAGLE-3 speculative decoding on CPU. Results go to stdout; logs and statistics go to stderr.
+#include <exception>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"eaglet: run Hugging Face LLMs on CPU, with EAGLE-3 speculative decoding"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, eaglet::cli::Command> commands;
+  auto add = [&](eaglet::cli::Command (*make)(CLI::App&)) {
+    eaglet::cli::Command run = make(app);
+    commands[app.get_subcommands({}).back()] = std::move(run);
+  };
+  add(eaglet::cli::add_generate);
+  add(eaglet::cli::add_perplexity);
+  add(eaglet::cli::add_tokenize);
+  add(eaglet::cli::add_detokenize);
+  add(eaglet::cli::add_hidden);
+  add(eaglet::cli::add_bench);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    for (auto& [sub, run] : commands)
+      if (sub->parsed()) return run();
+    return 2;
+  } catch (const eaglet::Error& e) {
+    std::cerr << "eaglet: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "eaglet: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,145 @@
+// One forward API for prefill, decode, chain and tree verification: every way of feeding the same tokens must give
+// the logits of the plain causal forward, and committing a path must leave the cache as if only that path ran.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/model_fixtures.h"
+#include "model/transformer.h"
+#include "util/error.h"
+
+namespace eaglet {
+namespace {
+
+constexpr float kTol = 2e-4f;
+
+std::vector<float> full_logits(Transformer& model, const std::vector<int32_t>& ids) {
+  KVCache cache = model.make_cache(64);
+  model.forward(cache, {.tokens = ids, .all_logits = true});
+  const auto l = model.logits();
+  return {l.begin(), l.end()};
+}
+
+float max_diff(const float* a, const float* b, int64_t n) {
+  float m = 0;
+  for (int64_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+class Batching : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    model = Transformer::load(test::tiny_model_dir(GetParam()));
+    Checkpoint ref = Checkpoint::open_file(test::reference_file(GetParam()));
+    ids = test::read_ids(ref);
+    V = model->config().vocab_size;
+  }
+  std::unique_ptr<Transformer> model;
+  std::vector<int32_t> ids;
+  int64_t V = 0;
+};
+
+TEST_P(Batching, IncrementalDecodeEqualsFullForward) {
+  const auto full = full_logits(*model, ids);
+  KVCache cache = model->make_cache(64);
+  model->forward(cache, {.tokens = {ids.data(), 7}, .all_logits = true});
+  cache.commit_all();
+  for (int64_t r = 0; r < 7; ++r) ASSERT_LE(max_diff(model->logits_row(r), &full[r * V], V), kTol) << r;
+  for (size_t i = 7; i < ids.size(); ++i) {
+    model->forward(cache, {.tokens = {&ids[i], 1}});
+    cache.commit_all();
+    ASSERT_LE(max_diff(model->logits_row(0), &full[i * V], V), kTol) << "position " << i;
+  }
+}
+
+TEST_P(Batching, ChainVerifyEqualsFullForwardAndRejectedTokensVanish) {
+  const auto full = full_logits(*model, ids);
+  KVCache cache = model->make_cache(64);
+  model->forward(cache, {.tokens = {ids.data(), 10}});
+  cache.commit_all();
+  // Verify 6 tokens at once, keep only the first 3 (as after a rejection), then continue token by token.
+  model->forward(cache, {.tokens = {&ids[10], 6}, .all_logits = true});
+  for (int64_t r = 0; r < 6; ++r) ASSERT_LE(max_diff(model->logits_row(r), &full[(10 + r) * V], V), kTol);
+  const int32_t keep[] = {0, 1, 2};
+  cache.commit(keep);
+  EXPECT_EQ(cache.size(), 13);
+  for (size_t i = 13; i < ids.size(); ++i) {
+    model->forward(cache, {.tokens = {&ids[i], 1}});
+    cache.commit_all();
+    ASSERT_LE(max_diff(model->logits_row(0), &full[i * V], V), kTol) << "position " << i;
+  }
+}
+
+// A tree over the context: two branches of different tokens. Each node sees the context and its ancestors only,
+// at position context + depth. Its logits must equal those of running its own path alone.
+TEST_P(Batching, TreeVerifyMatchesEachPathAndCompactsToTheChosenOne) {
+  const std::vector<int32_t> context(ids.begin(), ids.begin() + 8);
+  //        node: 0    1    2    3    4
+  //      parent: -    0    0    1    2      (0 is the root: the last accepted token)
+  const std::vector<int32_t> tokens = {ids[8], ids[9], 5, ids[10], 17};
+  const std::vector<int> parent = {-1, 0, 0, 1, 2};
+  const std::vector<int> depth = {0, 1, 1, 2, 2};
+  const int64_t M = 5;
+  std::vector<uint8_t> mask(M * M, 0);
+  std::vector<int32_t> positions(M);
+  for (int64_t i = 0; i < M; ++i) {
+    positions[i] = static_cast<int32_t>(context.size()) + depth[i];
+    for (int j = static_cast<int>(i); j >= 0; j = parent[j]) mask[i * M + j] = 1;
+  }
+  KVCache cache = model->make_cache(64);
+  model->forward(cache, {.tokens = context});
+  cache.commit_all();
+  model->forward(cache, {.tokens = tokens, .positions = positions, .mask = mask, .all_logits = true});
+  std::vector<float> tree(model->logits().begin(), model->logits().end());
+  for (int64_t i = 0; i < M; ++i) {
+    std::vector<int32_t> path;
+    for (int j = static_cast<int>(i); j >= 0; j = parent[j]) path.insert(path.begin(), tokens[j]);
+    std::vector<int32_t> seq = context;
+    seq.insert(seq.end(), path.begin(), path.end());
+    const auto ref = full_logits(*model, seq);
+    ASSERT_LE(max_diff(&tree[i * V], &ref[(seq.size() - 1) * V], V), kTol) << "node " << i;
+  }
+  // Accept the path 0 -> 2 -> 4 and continue: the cache must hold context + that path only.
+  const int32_t path[] = {0, 2, 4};
+  cache.commit(path);
+  ASSERT_EQ(cache.size(), 11);
+  const int32_t next = 33;
+  model->forward(cache, {.tokens = {&next, 1}});
+  const std::vector<float> got(model->logits_row(0), model->logits_row(0) + V);
+  std::vector<int32_t> seq = context;
+  seq.insert(seq.end(), {tokens[0], tokens[2], tokens[4], next});
+  const auto ref = full_logits(*model, seq);
+  EXPECT_LE(max_diff(got.data(), &ref[(seq.size() - 1) * V], V), kTol);
+}
+
+TEST_P(Batching, AuxCaptureIsOrderedAndChecked) {
+  const int L = static_cast<int>(model->config().num_layers);
+  EXPECT_EQ(model->default_aux_layers(), (std::vector<int>{2, L / 2, L - 3}));
+  model->set_aux_layers({L, 1, 3});
+  EXPECT_EQ(model->aux_layers(), (std::vector<int>{1, 3, L}));
+  KVCache cache = model->make_cache(64);
+  model->forward(cache, {.tokens = {ids.data(), 4}});
+  EXPECT_EQ(model->aux_width(), 3 * model->config().hidden_size);
+  EXPECT_EQ(model->aux_hidden().size(), static_cast<size_t>(4 * model->aux_width()));
+  EXPECT_THROW(model->set_aux_layers({2, 2, 5}), Error);
+  EXPECT_THROW(model->set_aux_layers({-1}), Error);
+  EXPECT_THROW(model->set_aux_layers({L + 1}), Error);
+  try {
+    model->set_aux_layers({L + 1});
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+}
+
+TEST_P(Batching, ContextOverflowIsAnErrorNotACrash) {
+  KVCache cache = model->make_cache(4);
+  EXPECT_THROW(model->forward(cache, {.tokens = {ids.data(), 5}}), Error);
+  const int32_t bad = static_cast<int32_t>(V);
+  EXPECT_THROW(model->forward(cache, {.tokens = {&bad, 1}}), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, Batching,
+                         ::testing::Values("llama_fp32", "qwen2_fp32", "qwen3_fp32", "mistral_fp32"));
+
+}  // namespace
+}  // namespace eaglet
