@@ -161,6 +161,8 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   const auto bos = parse_token_ids(j, c.file, "bos_token_id");
   c.bos_token_id = bos.empty() ? -1 : bos[0];
   c.eos_token_ids = parse_token_ids(j, c.file, "eos_token_id");
+  for (int64_t id : c.eos_token_ids)
+    if (id >= c.vocab_size) fail(c.file, ": eos_token_id ", id, " is outside the vocabulary of ", c.vocab_size);
   const fs::path gen = fs::path(model_dir) / "generation_config.json";
   if (fs::exists(gen)) {
     const json g = read_json_file(gen.string());
@@ -168,7 +170,7 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
     if (!gen_eos.empty()) c.eos_token_ids = gen_eos;  // generation uses generation_config's stop set, as HF does
   }
   for (int64_t id : c.eos_token_ids)
-    if (id >= c.vocab_size) fail(c.file, ": eos_token_id ", id, " is outside the vocabulary of ", c.vocab_size);
+    if (id >= c.vocab_size) fail(gen.string(), ": eos_token_id ", id, " is outside the vocabulary of ", c.vocab_size);
   return c;
 }
 

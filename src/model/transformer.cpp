@@ -74,7 +74,12 @@ void Transformer::load_weights(const LoadOptions& options) {
   }
   final_norm_ = to_f32(take.take("model.norm.weight", {H}));
   if (c.tie_word_embeddings) {
-    take.declare_unused("lm_head.weight", "tie_word_embeddings: the head is embed_tokens, as in HF");
+    // HF ties the head to embed_tokens and drops a stored lm_head.weight; accept one only if it is the same tensor.
+    const TensorView* head = take.take_optional("lm_head.weight", {V, H});
+    if (head != nullptr && embed_ != nullptr &&
+        (head->dtype != embed_->dtype || std::memcmp(head->data, embed_->data, head->nbytes) != 0))
+      fail(head->file, ": lm_head.weight differs from model.embed_tokens.weight but ", c.file,
+           " says tie_word_embeddings: true, which would silently discard it (set it to false if the head is meant)");
     lm_head_ = as_matrix(embed_);
   } else {
     lm_head_ = as_matrix(take.take("lm_head.weight", {V, H}));

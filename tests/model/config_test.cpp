@@ -1,0 +1,153 @@
+// config.json parsing, and every way a model folder can be wrong: each is an Error naming the file and the field.
+#include "model/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "io/json_util.h"
+#include "model/model_fixtures.h"
+#include "model/transformer.h"
+#include "test_env.h"
+#include "util/error.h"
+
+namespace eaglet {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// A copy of a tiny model whose config.json has been edited.
+std::string edited_model(const std::string& name, const std::function<void(json&)>& edit,
+                         const std::string& variant = "llama_fp32") {
+  const std::string dir = test::temp_dir("cfg_" + name);
+  fs::copy(test::tiny_model_dir(variant), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  json j = read_json_file(dir + "/config.json");
+  edit(j);
+  test::write_file(dir + "/config.json", j.dump(2));
+  return dir;
+}
+
+TEST(Config, ReadsEveryArchitectureFlag) {
+  const auto llama = ModelConfig::load(test::tiny_model_dir("llama_fp32"));
+  EXPECT_EQ(llama.rope.type, RopeType::Llama3);
+  EXPECT_FALSE(llama.qkv_bias);
+  EXPECT_EQ(llama.head_dim, 16);
+  const auto qwen2 = ModelConfig::load(test::tiny_model_dir("qwen2_fp32"));
+  EXPECT_TRUE(qwen2.qkv_bias);
+  EXPECT_FALSE(qwen2.o_bias);
+  for (int64_t w : qwen2.sliding_window) EXPECT_EQ(w, 0) << "use_sliding_window is false";
+  const auto qwen3 = ModelConfig::load(test::tiny_model_dir("qwen3_fp32"));
+  EXPECT_TRUE(qwen3.qk_norm);
+  EXPECT_EQ(qwen3.head_dim, 32);
+  EXPECT_EQ(qwen3.q_dim(), 128);
+  EXPECT_TRUE(qwen3.tie_word_embeddings);
+  const auto mistral = ModelConfig::load(test::tiny_model_dir("mistral_fp32"));
+  for (int64_t w : mistral.sliding_window) EXPECT_EQ(w, 6);
+}
+
+TEST(Config, EosFromGenerationConfigAsIntOrList) {
+  const auto c = ModelConfig::load(edited_model("eos_list", [](json& j) { j["eos_token_id"] = json::array({2, 5}); }));
+  EXPECT_FALSE(c.eos_token_ids.empty());  // generation_config.json, when present, decides
+  const std::string dir = edited_model("eos_int", [](json& j) { j["eos_token_id"] = 7; });
+  fs::remove(dir + "/generation_config.json");
+  EXPECT_EQ(ModelConfig::load(dir).eos_token_ids, (std::vector<int64_t>{7}));
+  const std::string dir2 = edited_model("eos_list2", [](json& j) { j["eos_token_id"] = json::array({7, 9}); });
+  fs::remove(dir2 + "/generation_config.json");
+  EXPECT_EQ(ModelConfig::load(dir2).eos_token_ids, (std::vector<int64_t>{7, 9}));
+}
+
+TEST(Config, QwenSlidingWindowFollowsUseSlidingWindowAndMaxWindowLayers) {
+  const auto c = ModelConfig::load(edited_model("qwen_sw", [](json& j) {
+    j["use_sliding_window"] = true;
+    j["max_window_layers"] = 5;
+  }, "qwen2_fp32"));
+  for (int64_t i = 0; i < c.num_layers; ++i) EXPECT_EQ(c.sliding_window[static_cast<size_t>(i)], i >= 5 ? 4 : 0) << i;
+}
+
+TEST(Config, Llama3InverseFrequenciesCoverAllBands) {
+  RopeConfig r;
+  r.theta = 500000.0;
+  r.type = RopeType::Llama3;
+  r.factor = 8.0;
+  r.low_freq_factor = 1.0;
+  r.high_freq_factor = 4.0;
+  r.original_max_position = 8192;
+  const auto inv = r.inv_freq(128);
+  RopeConfig plain;
+  plain.theta = 500000.0;
+  const auto base = plain.inv_freq(128);
+  EXPECT_FLOAT_EQ(inv[0], base[0]);                // high frequency: unchanged
+  EXPECT_FLOAT_EQ(inv[63], base[63] / 8.0f);       // low frequency: divided by factor
+  int medium = 0;
+  for (size_t i = 0; i < inv.size(); ++i)
+    if (inv[i] != base[i] && std::fabs(inv[i] - base[i] / 8.0f) > 1e-12f) ++medium;
+  EXPECT_GT(medium, 0);                            // smoothed band in between
+}
+
+struct BadConfigCase {
+  std::string name;
+  std::function<void(json&)> edit;
+  std::vector<std::string> expect;
+};
+
+TEST(BadInputConfig, EachMistakeIsNamed) {
+  const std::vector<BadConfigCase> cases = {
+      {"unknown_type", [](json& j) { j["model_type"] = "gpt2"; }, {"model_type 'gpt2'", "supported: llama"}},
+      {"no_type", [](json& j) { j.erase("model_type"); }, {"'model_type'"}},
+      {"no_hidden", [](json& j) { j.erase("hidden_size"); }, {"'hidden_size'"}},
+      {"hidden_string", [](json& j) { j["hidden_size"] = "64"; }, {"'hidden_size'", "integer"}},
+      {"negative_layers", [](json& j) { j["num_hidden_layers"] = -1; }, {"'num_hidden_layers'", "positive"}},
+      {"gqa", [](json& j) { j["num_key_value_heads"] = 3; }, {"multiple of num_key_value_heads"}},
+      {"yarn", [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; },
+       {"rope_scaling", "'yarn'", "supported: default, linear, llama3"}},
+      {"llama3_partial", [](json& j) { j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; },
+       {"rope_scaling", "'low_freq_factor'"}},
+      {"act", [](json& j) { j["hidden_act"] = "gelu"; }, {"hidden_act 'gelu'"}},
+      {"mlp_bias", [](json& j) { j["mlp_bias"] = true; }, {"'mlp_bias'"}},
+      {"layer_types", [](json& j) { j["layer_types"] = json::array({"full_attention"}); }, {"'layer_types'"}},
+      {"odd_head_dim", [](json& j) { j["head_dim"] = 15; }, {"head_dim", "even"}},
+      {"eos_range", [](json& j) { j["eos_token_id"] = 100000; }, {"eos_token_id 100000"}},
+      // A config that disagrees with the weights: the tensor shapes are checked against it.
+      {"wrong_hidden", [](json& j) { j["intermediate_size"] = 96; }, {"mlp.gate_proj.weight' has shape", "expected [96, 64]"}},
+      {"wrong_tied", [](json& j) { j["tie_word_embeddings"] = true; }, {"lm_head.weight"}},
+      {"wrong_layers", [](json& j) { j["num_hidden_layers"] = 7; }, {"model.layers.7.", "does not use"}},
+      {"wrong_bias", [](json& j) { j["attention_bias"] = true; }, {"missing", "q_proj.bias"}},
+  };
+  for (const auto& c : cases) {
+    const std::string dir = edited_model(c.name, c.edit);
+    const std::string msg = error_of([&] { Transformer::load(dir); });
+    for (const auto& e : c.expect) EXPECT_THAT(msg, HasSubstr(e)) << c.name;
+    EXPECT_THAT(msg, HasSubstr(dir)) << c.name;
+  }
+}
+
+TEST(BadInputConfig, MalformedFiles) {
+  const std::string dir = edited_model("not_json", [](json&) {});
+  test::write_file(dir + "/config.json", "{\"model_type\": \"llama\",");
+  EXPECT_THAT(error_of([&] { Transformer::load(dir); }), AllOf(HasSubstr("config.json"), HasSubstr("not valid JSON")));
+  test::write_file(dir + "/config.json", "[1, 2]");
+  EXPECT_THAT(error_of([&] { Transformer::load(dir); }), AllOf(HasSubstr("config.json"), HasSubstr("JSON object")));
+  fs::remove(dir + "/config.json");
+  EXPECT_THAT(error_of([&] { Transformer::load(dir); }), HasSubstr("no config.json"));
+  const std::string gen = edited_model("bad_gen", [](json&) {});
+  test::write_file(gen + "/generation_config.json", "{\"eos_token_id\": \"two\"}");
+  EXPECT_THAT(error_of([&] { Transformer::load(gen); }),
+              AllOf(HasSubstr("generation_config.json"), HasSubstr("'eos_token_id'")));
+}
+
+}  // namespace
+}  // namespace eaglet
