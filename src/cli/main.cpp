@@ -2,6 +2,7 @@
 #include <exception>
 #include <iostream>
 #include <map>
+#include <string>
 
 #include "cli/commands.h"
 #include "util/error.h"
@@ -20,6 +21,18 @@ int main(int argc, char** argv) {
   add(eaglet::cli::add_detokenize);
   add(eaglet::cli::add_hidden);
   add(eaglet::cli::add_bench);
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const auto& [sub, run] : commands) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::cerr << "eaglet: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,166 @@
+// The eaglet command line, end to end on real files: stdout holds exactly the result, stderr the logs; results
+// agree with the PyTorch oracle; bad input exits non-zero with one line naming the problem, never a crash.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "kernels/matmul.h"
+#include "test_env.h"
+
+namespace eaglet {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using test::run_command;
+
+std::string pycode() { return test::shared_dir() + "/models/pycode-llama-19m"; }
+std::string tiny(const std::string& v) { return test::fixtures_dir() + "/tiny/" + v; }
+std::string q(const std::string& s) {  // shell single-quote
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+std::string eaglet(const std::string& args) { return test::eaglet_bin() + " " + args; }
+
+std::vector<int> ids_of(const std::string& json_text) { return nlohmann::json::parse(json_text).get<std::vector<int>>(); }
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+std::string oracle(const std::string& args) {
+  auto r = run_command(test::python_bin() + " " + test::oracle_dir() + "/cli_oracle.py " + args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+const char* kPrompt = "import os\n\n\ndef list_python_files(root):\n";
+
+TEST(Cli, GenerateGreedyMatchesOracleAndKeepsStdoutClean) {
+  const auto tok = run_command(eaglet("tokenize --bos -m " + pycode() + " -p " + q(kPrompt)));
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  const std::vector<int> prompt_ids = ids_of(tok.out);
+  ASSERT_EQ(prompt_ids.front(), 1);  // BOS
+  const std::vector<int> want = ids_of(oracle("greedy --model " + pycode() + " --ids " + join(prompt_ids) + " -n 40 --eos 2"));
+  ASSERT_FALSE(want.empty());
+  const auto want_text = run_command(eaglet("detokenize -m " + pycode() + " --ids " + join(want)));
+  ASSERT_EQ(want_text.exit_code, 0) << want_text.err;
+
+  const auto gen = run_command(eaglet("generate -m " + pycode() + " -n 40 -t 2 -p " + q(kPrompt)));
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  EXPECT_EQ(gen.out, want_text.out);  // exactly the continuation: no prompt echo, no logs
+  EXPECT_THAT(gen.err, HasSubstr("prompt: "));
+  EXPECT_THAT(gen.err, HasSubstr("tok/s"));
+
+  const auto echoed = run_command(eaglet("generate --echo -m " + pycode() + " -n 40 -p " + q(kPrompt)));
+  EXPECT_EQ(echoed.out, std::string(kPrompt) + want_text.out);
+}
+
+TEST(Cli, SamplingIsSeededAndStaysInVocabulary) {
+  const std::string base = eaglet("generate -m " + pycode() + " -n 24 --temp 0.9 --top-p 0.95 --top-k 50 -p " + q(kPrompt));
+  const auto a = run_command(base + " --seed 11"), b = run_command(base + " --seed 11"), c = run_command(base + " --seed 12");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(Cli, PerplexityMatchesOracle) {
+  const std::string dir = test::temp_dir("cli_ppl");
+  std::string text;
+  for (int i = 0; i < 6; ++i) text += "def f" + std::to_string(i) + "(x):\n    return x * " + std::to_string(i) + " + 1\n\n";
+  test::write_file(dir + "/text.py", text);
+  const auto tok = run_command(eaglet("tokenize -m " + pycode() + " -f " + dir + "/text.py"));
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  const auto want = nlohmann::json::parse(oracle("perplexity --model " + pycode() + " --ctx 32 --ids " + join(ids_of(tok.out))));
+  const auto got = run_command(eaglet("perplexity -m " + pycode() + " -f " + dir + "/text.py --ctx 32 -b 10"));
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  double ppl = 0;
+  long scored = 0;
+  ASSERT_EQ(std::sscanf(got.out.c_str(), "perplexity: %lf\nscored tokens: %ld", &ppl, &scored), 2) << got.out;
+  EXPECT_EQ(scored, want["scored"].get<long>());
+  EXPECT_NEAR(ppl, want["perplexity"].get<double>(), 1e-3 * want["perplexity"].get<double>());
+  const auto too_short = run_command(eaglet("perplexity -m " + pycode() + " -f " + dir + "/text.py --ctx 4096"));
+  EXPECT_EQ(too_short.exit_code, 1);
+  EXPECT_THAT(too_short.err, HasSubstr("fewer than one window"));
+}
+
+TEST(Cli, TokenizeDetokenizeRoundTrip) {
+  const std::string text = "for i in range(10):\n\tprint(i, 'héllo')  # 你好\n";
+  const auto tok = run_command(eaglet("tokenize -m " + pycode() + " -p " + q(text)));
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  EXPECT_THAT(tok.out, StartsWith("["));
+  const auto ids = ids_of(tok.out);
+  EXPECT_NE(ids.front(), 1) << "no BOS unless --bos";
+  const auto back = run_command(eaglet("detokenize -m " + pycode() + " --ids " + join(ids)));
+  EXPECT_EQ(back.out, text);
+}
+
+TEST(Cli, HiddenWritesTheCapturedLayers) {
+  const std::string out = test::temp_dir("cli_hidden") + "/h.safetensors";
+  const auto r = run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -p 'def f(x): return x' --layers 5,2,8 --out " + out));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("layers [2,5,8]"));
+  Checkpoint file = Checkpoint::open_file(out);
+  const TensorView* h = file.find("hidden_states");
+  ASSERT_NE(h, nullptr);
+  const int64_t S = file.find("input_ids")->numel();
+  EXPECT_EQ(h->shape, (std::vector<int64_t>{S, 3 * 64}));
+  EXPECT_EQ(file.find("logits")->shape, (std::vector<int64_t>{S, 384}));
+  const auto bad = run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -p x --layers 2,9 --out " + out));
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("layer 9 does not exist"));
+}
+
+TEST(Cli, ChatFormatsThePrompt) {
+  const auto r = run_command(eaglet("generate --chat -m " + tiny("llama_fp32") + " -n 4 -p hi"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto none = run_command(eaglet("generate --chat -m " + pycode() + " -n 4 -p hi"));
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_THAT(none.err, HasSubstr("tokenizer_config.json"));
+}
+
+// One line on stderr, prefixed, naming the problem; exit 1 for bad files, 2 for bad usage.
+void expect_clean_failure(const test::CommandResult& r, int code, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, code) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_THAT(r.err, HasSubstr(needle));
+  if (code == 1) {
+    EXPECT_THAT(r.err, StartsWith("eaglet: error: "));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST(BadInputCli, CorruptModelFolders) {
+  const std::string dir = test::temp_dir("cli_corrupt");
+  fs::copy(tiny("llama_fp32"), dir, fs::copy_options::recursive);
+  const std::string weights = dir + "/model.safetensors";
+  const std::string bytes = test::read_file(weights);
+  test::write_file(weights, bytes.substr(0, bytes.size() / 2));
+  expect_clean_failure(run_command(eaglet("generate -m " + dir + " -p hi -n 2")), 1, "model.safetensors");
+  test::write_file(weights, "");
+  expect_clean_failure(run_command(eaglet("generate -m " + dir + " -p hi -n 2")), 1, "too short");
+  test::write_file(weights, bytes);
+  test::write_file(dir + "/tokenizer.json", "{\"model\": {\"type\": \"WordPiece\"}}");
+  expect_clean_failure(run_command(eaglet("generate -m " + dir + " -p hi -n 2")), 1, "tokenizer.json");
+  test::write_file(dir + "/tokenizer.json", "not json at all");
+  expect_clean_failure(run_command(eaglet("tokenize -m " + dir + " -p hi")), 1, "tokenizer.json");
+  expect_clean_failure(run_command(eaglet("generate -m /nonexistent -p hi")), 1, "/nonexistent");
+}
+
+TEST(BadInputCli, UsageErrors) {
+  expect_clean_failure(run_command(eaglet("generate -p hi")), 2, "--model");
+  expect_clean_failure(run_command(eaglet("generate -m x -p hi --no-such-flag")), 2, "no-such-flag");
+  expect_clean_failure(run_command(eaglet("generate -m x -p hi --temp -1")), 2, "temp");
+  expect_clean_failure(run_command(eaglet("frobnicate")), 2, "frobnicate");
+  expect_clean_failure(run_command(eaglet("detokenize -m " + pycode() + " --ids 1,x")), 1, "'x'");
+  expect_clean_failure(run_command(eaglet("detokenize -m " + pycode() + " --ids 99999")), 1, "99999");
+  expect_clean_failure(run_command(eaglet("tokenize -m " + pycode())), 1, "-p TEXT or -f FILE");
+}
+
+}  // namespace
+}  // namespace eaglet
