@@ -121,22 +121,6 @@ void Transformer::embed(int32_t token, float* out) const {
   for (int64_t i = 0; i < H; ++i) out[i] = load_as_f32(embed_->data, embed_->dtype, token * H + i);
 }
 
-void Transformer::reserve(int64_t m, int64_t context) {
-  const ModelConfig& c = config_;
-  for (auto* v : {&x_, &xn_, &tmp_}) grow(*v, m * std::max(c.hidden_size, c.q_dim()));
-  grow(q_, m * c.q_dim());
-  grow(att_, m * c.q_dim());
-  grow(k_, m * c.kv_dim());
-  grow(v_, m * c.kv_dim());
-  grow(gate_, m * c.intermediate_size);
-  grow(up_, m * c.intermediate_size);
-  grow(rope_cos_, m * c.head_dim / 2);
-  grow(rope_sin_, m * c.head_dim / 2);
-  grow(aux_, m * aux_width());
-  grow(scores_, static_cast<int64_t>(thread_pool().size()) * context);
-  grow(positions_, m);
-}
-
 void Transformer::capture(int64_t layer_index) {
   const int64_t H = config_.hidden_size, width = aux_width();
   for (size_t a = 0; a < aux_layers_.size(); ++a) {
@@ -147,47 +131,6 @@ void Transformer::capture(int64_t layer_index) {
   }
 }
 
-// Scaled dot-product attention of the batch's queries over the cache (committed + this batch's pending entries).
-void Transformer::attention(const KVCache& cache, int64_t layer, int64_t M, std::span<const uint8_t> mask) {
-  const ModelConfig& c = config_;
-  const int64_t D = c.head_dim, Hq = c.num_heads, group = c.num_heads / c.num_kv_heads;
-  const int64_t past = cache.size(), total = past + M;
-  const int64_t window = c.sliding_window[static_cast<size_t>(layer)];
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  thread_pool().parallel_for(static_cast<size_t>(M * Hq), [&](size_t begin, size_t end, int thread) {
-    float* scores = &scores_[static_cast<size_t>(thread) * static_cast<size_t>(cache.capacity())];
-    for (size_t job = begin; job < end; ++job) {
-      const int64_t m = static_cast<int64_t>(job) / Hq, h = static_cast<int64_t>(job) % Hq, kvh = h / group;
-      const float* q = &q_[static_cast<size_t>((m * Hq + h) * D)];
-      const int64_t qpos = positions_[static_cast<size_t>(m)];
-      for (int64_t s = 0; s < total; ++s) {
-        const bool in_batch = s >= past;
-        const int64_t j = s - past;
-        bool visible = in_batch ? (mask.empty() ? j <= m : mask[static_cast<size_t>(m * M + j)] != 0) : true;
-        if (visible && window > 0 && qpos - cache.position(s) >= window) visible = false;
-        if (!visible) {
-          scores[s] = neg_inf;
-          continue;
-        }
-        const float* k = cache.k(layer, s) + kvh * D;
-        float dot = 0.0f;
-        for (int64_t d = 0; d < D; ++d) dot += q[d] * k[d];
-        scores[s] = dot * scale;
-      }
-      softmax(scores, total);
-      float* out = &att_[static_cast<size_t>((m * Hq + h) * D)];
-      std::fill(out, out + D, 0.0f);
-      for (int64_t s = 0; s < total; ++s) {
-        const float p = scores[s];
-        if (p == 0.0f) continue;
-        const float* v = cache.v(layer, s) + kvh * D;
-        for (int64_t d = 0; d < D; ++d) out[d] += p * v[d];
-      }
-    }
-  });
-}
-
 void Transformer::forward(KVCache& cache, const ForwardBatch& batch) {
   const ModelConfig& c = config_;
   const int64_t M = static_cast<int64_t>(batch.tokens.size());
@@ -196,60 +139,34 @@ void Transformer::forward(KVCache& cache, const ForwardBatch& batch) {
     fail("forward: ", batch.positions.size(), " positions for ", M, " tokens");
   if (!batch.mask.empty() && static_cast<int64_t>(batch.mask.size()) != M * M)
     fail("forward: mask of ", batch.mask.size(), " entries for ", M, " tokens (expected M*M)");
-  const int64_t H = c.hidden_size, D = c.head_dim, Hq = c.num_heads, Hkv = c.num_kv_heads, I = c.intermediate_size;
+  const int64_t H = c.hidden_size;
   batch_ = M;
-  reserve(M, cache.capacity());
+  grow(x_, M * H);
+  grow(xn_, M * H);
+  grow(tmp_, M * H);
+  grow(aux_, M * aux_width());
+  grow(positions_, M);
+  scratch_.reserve(M, c.q_dim(), c.kv_dim(), c.intermediate_size, cache.capacity());
   for (int64_t m = 0; m < M; ++m)
     positions_[static_cast<size_t>(m)] =
         batch.positions.empty() ? static_cast<int32_t>(cache.size() + m) : batch.positions[static_cast<size_t>(m)];
-  cache.begin_batch({positions_.data(), static_cast<size_t>(M)});
-  ThreadPool& pool = thread_pool();
-  float *x = x_.data(), *xn = xn_.data(), *q = q_.data(), *k = k_.data(), *v = v_.data();
-
+  const std::span<const int32_t> positions(positions_.data(), static_cast<size_t>(M));
+  cache.begin_batch(positions);
+  rope_.compute(positions, inv_freq_);
+  float *x = x_.data(), *xn = xn_.data(), *tmp = tmp_.data();
   for (int64_t m = 0; m < M; ++m) embed(batch.tokens[static_cast<size_t>(m)], x + m * H);
-  const int64_t half = D / 2;
-  for (int64_t m = 0; m < M; ++m)
-    rope_angles(&rope_cos_[static_cast<size_t>(m * half)], &rope_sin_[static_cast<size_t>(m * half)],
-                positions_[static_cast<size_t>(m)], inv_freq_.data(), half);
-
-  auto project = [&](float* out, const float* in, const Linear& l) {
-    matmul(out, in, M, l.w, pool);
-    if (!l.bias.empty())
-      for (int64_t m = 0; m < M; ++m) add_inplace(out + m * l.w.rows, l.bias.data(), l.w.rows);
-  };
 
   for (int64_t li = 0; li < c.num_layers; ++li) {
     const LayerWeights& L = layers_[static_cast<size_t>(li)];
     capture(li);
-    // Attention block: x = x + o(attn(rope(norm_qk(q(n(x)))), rope(norm_qk(k(n(x)))), v(n(x)))).
+    const AttentionShape shape{c.num_heads, c.num_kv_heads, c.head_dim, c.rms_norm_eps,
+                               c.sliding_window[static_cast<size_t>(li)]};
     for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, L.attn_norm.data(), H, c.rms_norm_eps);
-    project(q, xn, L.q);
-    project(k, xn, L.k);
-    project(v, xn, L.v);
-    for (int64_t m = 0; m < M; ++m) {
-      float* qm = q + m * Hq * D;
-      float* km = k + m * Hkv * D;
-      if (c.qk_norm) {
-        for (int64_t h = 0; h < Hq; ++h) rmsnorm(qm + h * D, qm + h * D, L.q_norm.data(), D, c.rms_norm_eps);
-        for (int64_t h = 0; h < Hkv; ++h) rmsnorm(km + h * D, km + h * D, L.k_norm.data(), D, c.rms_norm_eps);
-      }
-      const float* cs = &rope_cos_[static_cast<size_t>(m * half)];
-      const float* sn = &rope_sin_[static_cast<size_t>(m * half)];
-      rope_rotate(qm, Hq, D, cs, sn);
-      rope_rotate(km, Hkv, D, cs, sn);
-      std::memcpy(cache.k(li, cache.size() + m), km, static_cast<size_t>(Hkv * D) * sizeof(float));
-      std::memcpy(cache.v(li, cache.size() + m), v + m * Hkv * D, static_cast<size_t>(Hkv * D) * sizeof(float));
-    }
-    attention(cache, li, M, batch.mask);
-    project(tmp_.data(), att_.data(), L.o);
-    add_inplace(x, tmp_.data(), M * H);
-    // MLP block: x = x + down(silu(gate(n(x))) * up(n(x))).
+    self_attention(tmp, xn, M, L, shape, cache, li, positions, batch.mask, rope_, scratch_);
+    add_inplace(x, tmp, M * H);
     for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, L.mlp_norm.data(), H, c.rms_norm_eps);
-    project(gate_.data(), xn, L.gate);
-    project(up_.data(), xn, L.up);
-    silu_mul(gate_.data(), up_.data(), M * I);
-    project(tmp_.data(), gate_.data(), L.down);
-    add_inplace(x, tmp_.data(), M * H);
+    swiglu_mlp(tmp, xn, M, L, scratch_);
+    add_inplace(x, tmp, M * H);
   }
   capture(c.num_layers);
 
@@ -258,7 +175,7 @@ void Transformer::forward(KVCache& cache, const ForwardBatch& batch) {
   for (int64_t r = 0; r < logits_rows_; ++r)
     rmsnorm(xn + r * H, x + (first + r) * H, final_norm_.data(), H, c.rms_norm_eps);
   grow(logits_, logits_rows_ * c.vocab_size);
-  matmul(logits_.data(), xn, logits_rows_, lm_head_, pool);
+  matmul(logits_.data(), xn, logits_rows_, lm_head_, thread_pool());
 }
 
 }  // namespace eaglet

@@ -12,20 +12,9 @@
 #include "kernels/matmul.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/layer.h"
 
 namespace eaglet {
-
-struct Linear {
-  WeightMatrix w;
-  std::vector<float> bias;  // empty: no bias
-};
-
-struct LayerWeights {
-  std::vector<float> attn_norm, mlp_norm;  // [hidden]
-  std::vector<float> q_norm, k_norm;       // [head_dim], Qwen3 only
-  Linear q, k, v, o;                        // q: [heads*D, hidden], k/v: [kv_heads*D, hidden], o: [hidden, heads*D]
-  Linear gate, up, down;                    // gate/up: [inter, hidden], down: [hidden, inter]
-};
 
 struct ForwardBatch {
   std::span<const int32_t> tokens;
@@ -72,8 +61,6 @@ class Transformer {
  private:
   Transformer() = default;
   void load_weights(const LoadOptions& options);
-  void reserve(int64_t m, int64_t context);
-  void attention(const KVCache& cache, int64_t layer, int64_t m, std::span<const uint8_t> mask);
   void capture(int64_t layer_index);
 
   ModelConfig config_;
@@ -87,8 +74,10 @@ class Transformer {
 
   // Activations of the current batch (grown on demand, never shrunk: no allocation per token).
   int64_t batch_ = 0, logits_rows_ = 0;
-  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_, logits_, aux_, rope_cos_, rope_sin_, scores_;
+  std::vector<float> x_, xn_, tmp_, logits_, aux_;
   std::vector<int32_t> positions_;
+  LayerScratch scratch_;
+  RopeAngles rope_;
 };
 
 }  // namespace eaglet
