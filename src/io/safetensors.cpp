@@ -197,7 +197,8 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
   c.source_ = index.string();
   const nlohmann::json j = read_json_file(index.string());
   const auto& map = json_require(j, index.string(), "weight_map");
-  if (!map.is_object()) fail(index.string(), ": 'weight_map' must be an object {tensor: file}");
+  if (!map.is_object() || map.empty())
+    fail(index.string(), ": 'weight_map' must be a non-empty object {tensor: file}");
   std::map<std::string, std::set<std::string>> names_by_file;
   for (const auto& [name, file] : map.items()) {
     if (!file.is_string()) fail(index.string(), ": weight_map['", name, "'] must be a file name");
@@ -255,6 +256,12 @@ const TensorView* TensorConsumer::take(const std::string& name, const std::vecto
 const TensorView* TensorConsumer::take_optional(const std::string& name, const std::vector<int64_t>& shape) {
   const TensorView* t = checkpoint_.find(name);
   return t == nullptr ? nullptr : check(t, name, shape);
+}
+
+const TensorView* TensorConsumer::take_unchecked(const std::string& name) {
+  const TensorView* t = checkpoint_.find(name);
+  if (t != nullptr) consumed_[name] = true;
+  return t;
 }
 
 void TensorConsumer::declare_unused(const std::string& name, const std::string& /*why: documents the call site*/) {

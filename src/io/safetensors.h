@@ -74,6 +74,8 @@ class TensorConsumer {
   const TensorView* take(const std::string& name, const std::vector<int64_t>& shape);
   // A tensor the model uses when present (e.g. lm_head with tied embeddings).
   const TensorView* take_optional(const std::string& name, const std::vector<int64_t>& shape);
+  // A tensor of any dtype and shape that the caller validates itself (e.g. integer vocabulary maps); nullptr if absent.
+  const TensorView* take_unchecked(const std::string& name);
   // Names the model knows and deliberately does not use (e.g. rotary_emb.inv_freq written by old converters).
   void declare_unused(const std::string& name, const std::string& why);
   // Allow unexpected tensors (an explicit user opt-out; never the default). They are still listed on stderr.

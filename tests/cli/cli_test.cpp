@@ -30,7 +30,10 @@ std::string eaglet(const std::string& args) { return test::eaglet_bin() + " " + 
 std::vector<int> ids_of(const std::string& json_text) { return nlohmann::json::parse(json_text).get<std::vector<int>>(); }
 std::string join(const std::vector<int>& v) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(v[i]);
+  }
   return s;
 }
 std::string oracle(const std::string& args) {

@@ -1,0 +1,35 @@
+#pragma once
+// Chat prompt formats, hard-coded equivalents of the Jinja chat templates of the supported model families
+// (no Jinja engine yet).
+#include <string>
+#include <vector>
+
+namespace eaglet {
+
+enum class ChatFormat { Llama3, ChatML, Llama2 };
+
+struct ChatMessage {
+  std::string role, content;
+};
+
+// Recognises the format from DIR/chat_template.jinja if present, else DIR/tokenizer_config.json "chat_template"
+// (a string, or a list of {name, template} of which "default" is used): "<|start_header_id|>" -> Llama3,
+// "<|im_start|>" -> ChatML, "[INST]" -> Llama2. Throws eaglet::Error naming the file when there is no template or
+// it is none of these.
+ChatFormat detect_chat_format(const std::string& model_dir);
+
+// The prompt for `messages` followed by the generation prompt (where the format has one). Encode the result with
+// add_bos=false: it carries BOS itself where the format has one.
+//   Llama3: "<|begin_of_text|>" + per message "<|start_header_id|>ROLE<|end_header_id|>\n\n" + trimmed content +
+//           "<|eot_id|>", then "<|start_header_id|>assistant<|end_header_id|>\n\n". (Llama 3.0 form: the 3.1
+//           "Cutting Knowledge Date" system preamble is not added.)
+//   ChatML: per message "<|im_start|>ROLE\nCONTENT<|im_end|>\n", then "<|im_start|>assistant\n". No default
+//           system message is injected.
+//   Llama2: "<s>[INST] <<SYS>>\nSYSTEM\n<</SYS>>\n\nUSER [/INST] ASSISTANT </s><s>[INST] USER [/INST]" with user
+//           and assistant content trimmed; an optional system message first, then strictly alternating user and
+//           assistant messages (Error otherwise). The template has no generation prompt: the text ends at [/INST].
+std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages);
+
+const char* chat_format_name(ChatFormat format);
+
+}  // namespace eaglet
