@@ -21,7 +21,9 @@ std::vector<float> default_inv_freq(double theta, int64_t head_dim) {
   return inv;
 }
 
-RopeConfig parse_rope(const json& j, const std::string& file) {
+}  // namespace
+
+RopeConfig RopeConfig::parse(const json& j, const std::string& file) {
   RopeConfig r;
   r.theta = json_number(j, file, "rope_theta", 10000.0);
   if (r.theta <= 0) fail(file, ": field 'rope_theta' must be positive, found ", r.theta);
@@ -54,6 +56,8 @@ RopeConfig parse_rope(const json& j, const std::string& file) {
   if (r.factor <= 0) fail(where, ": 'factor' must be positive, found ", r.factor);
   return r;
 }
+
+namespace {
 
 std::vector<int64_t> parse_token_ids(const json& j, const std::string& file, const std::string& key) {
   auto it = j.find(key);
@@ -150,7 +154,7 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   c.rms_norm_eps = static_cast<float>(json_number(j, c.file, "rms_norm_eps", 1e-6));
   const std::string act = json_string(j, c.file, "hidden_act", "silu");
   if (act != "silu") fail(c.file, ": hidden_act '", act, "' is not supported (expected silu)");
-  c.rope = parse_rope(j, c.file);
+  c.rope = RopeConfig::parse(j, c.file);
   c.max_position_embeddings = json_int(j, c.file, "max_position_embeddings", 4096);
   c.tie_word_embeddings = json_bool(j, c.file, "tie_word_embeddings", false);
   c.torch_dtype = json_string(j, c.file, "torch_dtype", json_string(j, c.file, "dtype", ""));

@@ -2,6 +2,7 @@
 // The target model's hyper-parameters, read from a Hugging Face config.json (+ generation_config.json).
 // Architecture differences are flags here (see model/architectures.cpp), so one forward serves every family.
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct RopeConfig {
 
   // float32 inverse frequencies for head_dim, as HF computes them (incl. llama3 / linear scaling).
   std::vector<float> inv_freq(int64_t head_dim) const;
+  // rope_theta (default 10000) and rope_scaling of a config object; unsupported types are an Error naming file.
+  static RopeConfig parse(const nlohmann::json& config, const std::string& file);
 };
 
 struct ModelConfig {

@@ -17,6 +17,18 @@ void grow(std::vector<T>& v, int64_t n) {
 }
 }  // namespace
 
+WeightMatrix as_matrix(const TensorView* t) {
+  if (t == nullptr) return {};
+  return {t->data, t->dtype, t->dim(0), t->dim(1)};
+}
+
+std::vector<float> to_f32(const TensorView* t) {
+  if (t == nullptr) return {};
+  std::vector<float> out(static_cast<size_t>(t->numel()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = load_as_f32(t->data, t->dtype, static_cast<int64_t>(i));
+  return out;
+}
+
 void LayerScratch::reserve(int64_t m, int64_t q_dim, int64_t kv_dim, int64_t intermediate, int64_t score_slots) {
   grow(q, m * q_dim);
   grow(att, m * q_dim);
@@ -46,9 +58,10 @@ namespace {
 
 // Scaled dot-product attention of the batch's queries over the cache (committed + this batch's pending entries).
 void attend(const AttentionShape& a, const KVCache& cache, int64_t layer, int64_t M, std::span<const int32_t> positions,
-            std::span<const uint8_t> mask, LayerScratch& s) {
+            const AttentionMask& mask, LayerScratch& s) {
   const int64_t D = a.head_dim, Hq = a.num_heads, group = a.num_heads / a.num_kv_heads;
   const int64_t past = cache.size(), total = past + M;
+  const int64_t first_masked = past - mask.past, columns = mask.past + M;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const float neg_inf = -std::numeric_limits<float>::infinity();
   thread_pool().parallel_for(static_cast<size_t>(M * Hq), [&](size_t begin, size_t end, int thread) {
@@ -58,8 +71,9 @@ void attend(const AttentionShape& a, const KVCache& cache, int64_t layer, int64_
       const float* q = &s.q[static_cast<size_t>((m * Hq + h) * D)];
       const int64_t qpos = positions[static_cast<size_t>(m)];
       for (int64_t slot = 0; slot < total; ++slot) {
-        const int64_t j = slot - past;  // index in the batch when >= 0
-        bool visible = j < 0 || (mask.empty() ? j <= m : mask[static_cast<size_t>(m * M + j)] != 0);
+        bool visible;
+        if (mask.mask.empty()) visible = slot - past <= m;  // committed entries, then causal in the batch
+        else visible = slot < first_masked || mask.mask[static_cast<size_t>(m * columns + slot - first_masked)] != 0;
         if (visible && a.sliding_window > 0 && qpos - cache.position(slot) >= a.sliding_window) visible = false;
         if (!visible) {
           scores[slot] = neg_inf;
@@ -86,7 +100,7 @@ void attend(const AttentionShape& a, const KVCache& cache, int64_t layer, int64_
 }  // namespace
 
 void self_attention(float* out, const float* xn, int64_t M, const LayerWeights& w, const AttentionShape& a,
-                    KVCache& cache, int64_t layer, std::span<const int32_t> positions, std::span<const uint8_t> mask,
+                    KVCache& cache, int64_t layer, std::span<const int32_t> positions, const AttentionMask& mask,
                     const RopeAngles& rope, LayerScratch& s) {
   const int64_t D = a.head_dim, Hq = a.num_heads, Hkv = a.num_kv_heads, half = D / 2;
   project(s.q.data(), xn, M, w.q);

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "io/safetensors.h"
 #include "kernels/matmul.h"
 #include "model/kv_cache.h"
 
@@ -40,16 +41,27 @@ struct RopeAngles {
   void compute(std::span<const int32_t> positions, const std::vector<float>& inv_freq);
 };
 
+// Which cache entries each token of a batch of M sees. Empty: all committed entries, and the batch causally.
+// Otherwise `mask` is [M, past + M]: its first `past` columns are the last `past` committed entries (earlier ones are
+// always visible), the other M the batch itself. Trees use it: a node sees only its ancestors.
+struct AttentionMask {
+  std::span<const uint8_t> mask;
+  int64_t past = 0;
+};
+
 // out[M, hidden] = o(attention(rope(q(xn)), rope(k(xn)), v(xn))). xn is [M, in]. The batch's keys and values are
 // written to the cache slots after its committed entries (the pending batch begun with cache.begin_batch).
-// mask[i * M + j]: batch token i sees batch token j (empty: causal). Every token sees all committed entries, within
-// the sliding window measured in positions.
+// A sliding window, measured in positions, applies on top of the mask.
 void self_attention(float* out, const float* xn, int64_t M, const LayerWeights& w, const AttentionShape& shape,
-                    KVCache& cache, int64_t layer, std::span<const int32_t> positions, std::span<const uint8_t> mask,
+                    KVCache& cache, int64_t layer, std::span<const int32_t> positions, const AttentionMask& mask,
                     const RopeAngles& rope, LayerScratch& s);
 
 // out[M, hidden] = down(silu(gate(xn)) * up(xn)).
 void swiglu_mlp(float* out, const float* xn, int64_t M, const LayerWeights& w, LayerScratch& s);
+
+// A checkpoint tensor as a weight matrix (viewed in place) or as an fp32 vector (copied); null gives empty.
+WeightMatrix as_matrix(const TensorView* t);
+std::vector<float> to_f32(const TensorView* t);
 
 // y[M, rows] = x · Wᵀ + bias.
 void project(float* y, const float* x, int64_t M, const Linear& l);

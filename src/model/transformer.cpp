@@ -13,18 +13,6 @@ namespace eaglet {
 
 namespace {
 
-std::vector<float> to_f32(const TensorView* t) {
-  if (t == nullptr) return {};
-  std::vector<float> out(static_cast<size_t>(t->numel()));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = load_as_f32(t->data, t->dtype, static_cast<int64_t>(i));
-  return out;
-}
-
-WeightMatrix as_matrix(const TensorView* t) {
-  if (t == nullptr) return {};
-  return {t->data, t->dtype, t->dim(0), t->dim(1)};
-}
-
 template <typename T>
 void grow(std::vector<T>& v, int64_t n) {
   if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
@@ -162,7 +150,7 @@ void Transformer::forward(KVCache& cache, const ForwardBatch& batch) {
     const AttentionShape shape{c.num_heads, c.num_kv_heads, c.head_dim, c.rms_norm_eps,
                                c.sliding_window[static_cast<size_t>(li)]};
     for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, L.attn_norm.data(), H, c.rms_norm_eps);
-    self_attention(tmp, xn, M, L, shape, cache, li, positions, batch.mask, rope_, scratch_);
+    self_attention(tmp, xn, M, L, shape, cache, li, positions, {batch.mask, 0}, rope_, scratch_);
     add_inplace(x, tmp, M * H);
     for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, L.mlp_norm.data(), H, c.rms_norm_eps);
     swiglu_mlp(tmp, xn, M, L, scratch_);
