@@ -89,7 +89,7 @@ DrafterConfig DrafterConfig::load(const std::string& dir) {
   } else if (c.architecture == "Eagle3LlamaForCausalLM") {
     c.layout = DrafterLayout::VllmEagle3;
   } else {
-    fail(c.file, ": architecture '", c.architecture,
+    fail(c.file, ": architectures[0] '", c.architecture,
          "' is not an EAGLE-3 drafter eaglet knows (supported: LlamaForCausalLM, LlamaForCausalLMEagle3, "
          "Eagle3Speculator, Eagle3LlamaForCausalLM)");
   }

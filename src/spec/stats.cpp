@@ -1,0 +1,54 @@
+#include "spec/stats.h"
+
+#include <cstdio>
+
+namespace eaglet {
+
+void SpecStats::record(int tree_depth, int drafted_tokens, int accepted_tokens) {
+  ++verifies;
+  drafted += drafted_tokens;
+  accepted += accepted_tokens;
+  if (static_cast<int>(depth_reached.size()) < tree_depth) {
+    depth_reached.resize(static_cast<size_t>(tree_depth), 0);
+    depth_accepted.resize(static_cast<size_t>(tree_depth), 0);
+  }
+  for (int d = 0; d < tree_depth; ++d) ++depth_reached[static_cast<size_t>(d)];
+  for (int d = 0; d < accepted_tokens; ++d) ++depth_accepted[static_cast<size_t>(d)];
+}
+
+double SpecStats::accept_length() const {
+  return verifies ? static_cast<double>(accepted + verifies) / static_cast<double>(verifies) : 0.0;
+}
+
+double SpecStats::accept_rate() const { return num_draft_tokens ? accept_length() / num_draft_tokens : 0.0; }
+
+double SpecStats::draft_acceptance() const {
+  return drafted ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0;
+}
+
+std::string SpecStats::log_line() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "accept len: %.2f, accept rate: %.2f", accept_length(), accept_rate());
+  return buf;
+}
+
+std::string SpecStats::summary() const {
+  std::string s = log_line();
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "\n  verifies %lld, drafted %lld, accepted %lld: draft acceptance %.1f%% (accepted / drafted), "
+                "mean %.2f accepted per verify\n  per-depth acceptance:",
+                static_cast<long long>(verifies), static_cast<long long>(drafted), static_cast<long long>(accepted),
+                100.0 * draft_acceptance(), verifies ? static_cast<double>(accepted) / verifies : 0.0);
+  s += buf;
+  for (size_t d = 0; d < depth_reached.size(); ++d) {
+    std::snprintf(buf, sizeof buf, " d%zu %.2f", d + 1,
+                  depth_reached[d] ? static_cast<double>(depth_accepted[d]) / depth_reached[d] : 0.0);
+    s += buf;
+  }
+  return s;
+}
+
+bool SpecStats::zero_acceptance() const { return verifies >= 32 && accept_length() < 1.05; }
+
+}  // namespace eaglet

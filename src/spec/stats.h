@@ -1,0 +1,28 @@
+#pragma once
+// Acceptance statistics, with SGLang's log definitions and the plain ones beside them.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace eaglet {
+
+struct SpecStats {
+  int num_draft_tokens = 0;             // verified nodes per round, root included (SGLang's flag)
+  int64_t verifies = 0;
+  int64_t accepted = 0;                 // accepted draft tokens (bonus tokens not counted)
+  int64_t drafted = 0;                  // draft tokens verified
+  std::vector<int64_t> depth_reached;   // [d]: verifies whose tree had depth >= d+1
+  std::vector<int64_t> depth_accepted;  // [d]: verifies that accepted d+1 or more tokens
+  double draft_seconds = 0, verify_seconds = 0;
+
+  void record(int tree_depth, int drafted_tokens, int accepted_tokens);
+  // SGLang: accept len = (accepted + verifies) / verifies (bonus included); accept rate = len / num_draft_tokens.
+  double accept_length() const;
+  double accept_rate() const;
+  double draft_acceptance() const;  // accepted / drafted (vLLM, llama.cpp)
+  std::string log_line() const;     // "accept len: X.XX, accept rate: Y.YY"
+  std::string summary() const;      // the log line plus the plain figures and per-depth acceptance
+  bool zero_acceptance() const;     // >= 32 verifies and accept len < 1.05
+};
+
+}  // namespace eaglet
