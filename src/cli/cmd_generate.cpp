@@ -98,7 +98,7 @@ Timing generate_speculative(Transformer& model, Drafter& drafter, const std::vec
   std::vector<int32_t> step;
   bool warned = false;
   if (out.push(first)) {
-    while (decoder.context_used() + config.draft.num_draft_tokens < ctx) {
+    while (decoder.context_used() < ctx) {
       step.clear();
       decoder.step(step);
       ++t.decode_forwards;

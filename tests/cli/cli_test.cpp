@@ -127,6 +127,35 @@ TEST(Cli, ChatFormatsThePrompt) {
   EXPECT_THAT(none.err, HasSubstr("tokenizer_config.json"));
 }
 
+std::string drafter(const std::string& name) { return test::fixtures_dir() + "/drafters/" + name; }
+
+TEST(CliSpeculative, SameTextAsTargetAloneWithAcceptanceReport) {
+  const std::string echo = drafter("targets/echo_fp32");
+  const std::string args = " -m " + echo + " -n 48 -p 'def f(x): return x'";
+  const auto plain = run_command(eaglet("generate" + args));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto tree = run_command(eaglet("generate" + args + " -d " + drafter("exact_echo") + " --compare --log-every 2"));
+  ASSERT_EQ(tree.exit_code, 0) << tree.err;
+  EXPECT_EQ(tree.out, plain.out);
+  EXPECT_THAT(tree.err, HasSubstr("aux layers [2, 4, 5] (input of layer i)"));
+  EXPECT_THAT(tree.err, HasSubstr("[verify 2] accept len: "));
+  EXPECT_THAT(tree.err, HasSubstr("accept len: 6.00, accept rate: 0.75"));  // 5 steps, 8 draft tokens, all accepted
+  EXPECT_THAT(tree.err, HasSubstr("draft acceptance"));
+  EXPECT_THAT(tree.err, HasSubstr("outputs identical"));
+  const auto chain = run_command(eaglet("generate" + args + " -d " + drafter("exact_echo") +
+                                        " --speculative-eagle-topk 1 --speculative-num-steps 3"));
+  EXPECT_EQ(chain.out, plain.out);
+  EXPECT_THAT(chain.err, HasSubstr("adjusted to speculative_num_steps + 1 = 4"));
+  EXPECT_THAT(chain.err, HasSubstr("accept len: 4.00, accept rate: 1.00"));
+}
+
+TEST(CliSpeculative, ZeroAcceptanceIsLoud) {
+  const auto r = run_command(eaglet("generate -m " + drafter("targets/echo_fp32") + " -d " + drafter("random_echo") +
+                                    " -n 60 -p 'def f(x): return x'"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("WARNING: zero acceptance: accept len: 1.00"));
+}
+
 // One line on stderr, prefixed, naming the problem; exit 1 for bad files, 2 for bad usage.
 void expect_clean_failure(const test::CommandResult& r, int code, const std::string& needle) {
   EXPECT_EQ(r.exit_code, code) << r.err;
@@ -163,6 +192,16 @@ TEST(BadInputCli, UsageErrors) {
   expect_clean_failure(run_command(eaglet("detokenize -m " + pycode() + " --ids 1,x")), 1, "'x'");
   expect_clean_failure(run_command(eaglet("detokenize -m " + pycode() + " --ids 99999")), 1, "99999");
   expect_clean_failure(run_command(eaglet("tokenize -m " + pycode())), 1, "-p TEXT or -f FILE");
+}
+
+TEST(BadInputCli, DrafterProblemsAreNamed) {
+  const auto broken = run_command(eaglet("generate -m " + tiny("llama_fp32") + " -d " + drafter("broken/fc_width") + " -p hi"));
+  expect_clean_failure(broken, 1, "fc.weight");
+  const auto no_drafter = run_command(eaglet("generate -m " + tiny("llama_fp32") + " --speculative-algorithm eagle3 -p hi"));
+  expect_clean_failure(no_drafter, 1, "needs a drafter");
+  const auto wrong_target = run_command(eaglet("generate -m " + drafter("targets/smallvocab_fp32") + " -d " +
+                                               drafter("exact_echo") + " -p hi"));
+  expect_clean_failure(wrong_target, 1, "vocab_size 384");
 }
 
 }  // namespace
