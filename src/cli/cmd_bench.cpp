@@ -1,13 +1,20 @@
-// eaglet bench --plain: prefill and decode speed of a target model at 1..N threads, and the weight bandwidth of
-// decoding. Without -m, a model of Llama-3.2-1B shape with random bf16 weights is made on the fly.
+// eaglet bench: measured speed, printed (never asserted).
+//   --plain: prefill and decode tok/s of a target at several thread counts and the weight bandwidth of decoding;
+//            without -m, a model of Llama-3.2-1B (or 8B) shape with random bf16 weights is made on the fly.
+//   -d DRAFTER --prompts FILE: plain vs speculative decoding over a prompt set, for chain and tree settings.
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/spec_flags.h"
+#include "io/tokenizer.h"
 #include "kernels/cpu_features.h"
 #include "model/synthetic.h"
 #include "model/transformer.h"
+#include "spec/generation.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -20,6 +27,12 @@ struct BenchArgs {
   std::string model, shape = "1b", synthetic_dir = "models";
   int prompt_tokens = 128, decode_tokens = 32;
   std::vector<int> threads = {1, 2};
+  // speculative
+  std::string drafter, prompts_file;
+  int num_prompts = 0, max_tokens = 128, bench_threads = 0;
+  std::vector<std::string> settings = {"5,1,6", "5,4,8", "6,8,16"};
+  SamplingParams sampling;
+  std::string aux_convention;
 };
 
 struct PlainResult {
@@ -52,35 +65,33 @@ PlainResult measure(Transformer& model, int threads, const BenchArgs& a, int64_t
   return {threads, a.prompt_tokens / prefill_s, tok_s, tok_s * static_cast<double>(decode_bytes) / 1e9};
 }
 
-int run_bench(const BenchArgs& a) {
-  if (!a.plain) fail("bench: choose a benchmark: --plain");
+int64_t weight_bytes_per_token(const Transformer& model) {
+  const ModelConfig& c = model.config();
+  const int64_t per_layer = c.hidden_size * (2 * c.q_dim() + 2 * c.kv_dim()) + 3 * c.hidden_size * c.intermediate_size;
+  return static_cast<int64_t>(dtype_size(model.lm_head().dtype)) *
+         (c.num_layers * per_layer + c.vocab_size * c.hidden_size);
+}
+
+int run_plain(const BenchArgs& a) {
   std::string dir = a.model;
-  int64_t decode_bytes = 0;
   if (dir.empty()) {
-    const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
     if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+    const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
     dir = a.synthetic_dir + "/synthetic-" + shape.name + "-bf16";
     std::fprintf(stderr, "bench: using %s (random bf16 weights, %s shape; written once)\n", dir.c_str(),
                  shape.name.c_str());
-    decode_bytes = ensure_synthetic_model(dir, shape, DType::BF16, 1);
+    ensure_synthetic_model(dir, shape, DType::BF16, 1);
   }
   auto model = Transformer::load(dir);
-  if (decode_bytes == 0) {
-    const ModelConfig& c = model->config();
-    const int64_t per_layer = c.hidden_size * (2 * c.q_dim() + 2 * c.kv_dim()) + 3 * c.hidden_size * c.intermediate_size;
-    decode_bytes = static_cast<int64_t>(dtype_size(model->lm_head().dtype)) *
-                   (c.num_layers * per_layer + c.vocab_size * c.hidden_size);
-  }
+  const int64_t decode_bytes = weight_bytes_per_token(*model);
   std::vector<PlainResult> results;
   for (int t : a.threads) results.push_back(measure(*model, t, a, decode_bytes));
   if (a.json) {
-    std::printf("{\"model\": \"%s\", \"isa\": \"%s\", \"decode_weight_bytes\": %lld, \"runs\": [", dir.c_str(),
-                std::string(isa_name(active_isa())).c_str(), static_cast<long long>(decode_bytes));
-    for (size_t i = 0; i < results.size(); ++i)
-      std::printf("%s{\"threads\": %d, \"prefill_tok_s\": %.2f, \"decode_tok_s\": %.3f, \"decode_gb_s\": %.2f}",
-                  i ? ", " : "", results[i].threads, results[i].prefill_tok_s, results[i].decode_tok_s,
-                  results[i].decode_gb_s);
-    std::printf("]}\n");
+    nlohmann::json j = {{"model", dir}, {"isa", std::string(isa_name(active_isa()))}, {"decode_weight_bytes", decode_bytes}};
+    for (const auto& r : results)
+      j["runs"].push_back({{"threads", r.threads}, {"prefill_tok_s", r.prefill_tok_s}, {"decode_tok_s", r.decode_tok_s},
+                           {"decode_gb_s", r.decode_gb_s}});
+    std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("model: %s (%.2f GB of weights streamed per decoded token), kernels: %s\n", dir.c_str(),
@@ -92,20 +103,172 @@ int run_bench(const BenchArgs& a) {
   return 0;
 }
 
+std::vector<std::string> read_prompts(const std::string& path, int limit) {
+  std::ifstream in(path);
+  if (!in) fail(path, ": cannot open");
+  std::vector<std::string> prompts;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    if (line[0] == '{') {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception& e) {
+        fail(path, ":", line_no, ": not valid JSON (", e.what(), ")");
+      }
+      if (!j.contains("prompt") || !j["prompt"].is_string()) fail(path, ":", line_no, ": no string field 'prompt'");
+      prompts.push_back(j["prompt"].get<std::string>());
+    } else {
+      prompts.push_back(line);
+    }
+    if (limit > 0 && static_cast<int>(prompts.size()) >= limit) break;
+  }
+  if (prompts.empty()) fail(path, ": no prompts");
+  return prompts;
+}
+
+struct Totals {
+  int64_t tokens = 0;
+  double decode_s = 0;
+  SpecStats stats;
+  bool identical = true;
+  double tok_s() const { return decode_s > 0 ? static_cast<double>(tokens) / decode_s : 0; }
+};
+
+void add(Totals& t, const GenerationResult& r) {
+  t.tokens += static_cast<int64_t>(r.tokens.size());
+  t.decode_s += r.decode_seconds;
+  SpecStats& s = t.stats;
+  s.num_draft_tokens = r.stats.num_draft_tokens;
+  s.verifies += r.stats.verifies;
+  s.accepted += r.stats.accepted;
+  s.drafted += r.stats.drafted;
+  if (s.depth_reached.size() < r.stats.depth_reached.size()) {
+    s.depth_reached.resize(r.stats.depth_reached.size(), 0);
+    s.depth_accepted.resize(r.stats.depth_reached.size(), 0);
+  }
+  for (size_t d = 0; d < r.stats.depth_reached.size(); ++d) {
+    s.depth_reached[d] += r.stats.depth_reached[d];
+    s.depth_accepted[d] += r.stats.depth_accepted[d];
+  }
+}
+
+int run_speculative(const BenchArgs& a) {
+  if (a.model.empty() || a.prompts_file.empty()) fail("bench: speculative mode needs -m TARGET, -d DRAFTER and --prompts FILE");
+  set_num_threads(a.bench_threads);
+  Tokenizer tokenizer = Tokenizer::load(a.model);
+  auto target = Transformer::load(a.model);
+  std::optional<AuxConvention> conv;
+  if (!a.aux_convention.empty()) conv = a.aux_convention == "output" ? AuxConvention::Output : AuxConvention::Input;
+  auto drafter = Drafter::load(a.drafter, *target, {.aux_convention = conv});
+  std::fprintf(stderr, "%s\n", drafter->describe().c_str());
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto& p : read_prompts(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
+  const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
+
+  Totals plain;
+  std::vector<std::vector<int32_t>> plain_out;
+  for (const auto& p : prompts) {
+    GenerationResult r = generate_plain(*target, p, a.sampling, limits);
+    add(plain, r);
+    plain_out.push_back(r.tokens);
+  }
+  struct Row {
+    std::string setting, scheme;
+    DraftParams params;
+    Totals t;
+  };
+  std::vector<Row> rows;
+  const bool sampled = !a.sampling.greedy();
+  for (const std::string& s : a.settings) {
+    const auto v = parse_int_list(s, "--setting");
+    if (v.size() != 3 || v[0] < 1 || v[1] < 1 || v[2] < 2) fail("--setting '", s, "': expected steps,topk,draft_tokens");
+    DraftParams p{v[0], v[1], v[1] == 1 ? v[0] + 1 : v[2]};
+    const std::string name = (p.topk == 1 ? "chain " : "tree ") + std::to_string(p.num_steps) + "/" +
+                             std::to_string(p.topk) + "/" + std::to_string(p.num_draft_tokens);
+    for (SpecSampling scheme : sampled ? std::vector{SpecSampling::TargetOnly, SpecSampling::DraftQ}
+                                       : std::vector{SpecSampling::TargetOnly}) {
+      Row row{name, !sampled ? "greedy" : scheme == SpecSampling::TargetOnly ? "target-only" : "draft-q", p, {}};
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        GenerationResult r = generate_speculative(*target, *drafter, prompts[i], {p, scheme, a.sampling}, limits);
+        row.t.identical = row.t.identical && r.tokens == plain_out[i];
+        add(row.t, r);
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  if (a.json) {
+    nlohmann::json j = {{"target", a.model}, {"drafter", a.drafter}, {"prompts", prompts.size()},
+                        {"max_tokens", a.max_tokens}, {"threads", thread_pool().size()},
+                        {"temperature", a.sampling.temperature},
+                        {"plain", {{"tokens", plain.tokens}, {"decode_tok_s", plain.tok_s()}}}};
+    for (const Row& r : rows) {
+      std::vector<double> depth;
+      for (size_t d = 0; d < r.t.stats.depth_reached.size(); ++d)
+        depth.push_back(r.t.stats.depth_reached[d] ? static_cast<double>(r.t.stats.depth_accepted[d]) / r.t.stats.depth_reached[d] : 0.0);
+      j["runs"].push_back({{"setting", r.setting}, {"scheme", r.scheme}, {"num_steps", r.params.num_steps},
+                           {"topk", r.params.topk}, {"num_draft_tokens", r.params.num_draft_tokens},
+                           {"tokens", r.t.tokens}, {"decode_tok_s", r.t.tok_s()},
+                           {"speedup", r.t.tok_s() / plain.tok_s()}, {"accept_len", r.t.stats.accept_length()},
+                           {"accept_rate", r.t.stats.accept_rate()}, {"draft_acceptance", r.t.stats.draft_acceptance()},
+                           {"per_depth_acceptance", depth}, {"identical_to_plain", r.t.identical}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("target %s, drafter %s, %zu prompts x %d tokens, %d threads, temperature %.2f\n", a.model.c_str(),
+              a.drafter.c_str(), prompts.size(), a.max_tokens, thread_pool().size(), a.sampling.temperature);
+  std::printf("| setting (steps/topk/tokens) | verify | decode tok/s | speedup | accept len | accept rate | "
+              "draft acceptance | per-depth acceptance | same output as plain |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| plain | - | %.1f | 1.00x | - | - | - | - | - |\n", plain.tok_s());
+  for (const Row& r : rows) {
+    std::string depth;
+    char buf[32];
+    for (size_t d = 0; d < r.t.stats.depth_reached.size(); ++d) {
+      std::snprintf(buf, sizeof buf, "%s%.2f", d ? " " : "",
+                    r.t.stats.depth_reached[d] ? static_cast<double>(r.t.stats.depth_accepted[d]) / r.t.stats.depth_reached[d] : 0.0);
+      depth += buf;
+    }
+    std::printf("| %s | %s | %.1f | %.2fx | %.2f | %.2f | %.1f%% | %s | %s |\n", r.setting.c_str(), r.scheme.c_str(),
+                r.t.tok_s(), r.t.tok_s() / plain.tok_s(), r.t.stats.accept_length(), r.t.stats.accept_rate(),
+                100.0 * r.t.stats.draft_acceptance(), depth.c_str(),
+                sampled ? "n/a (sampling)" : r.t.identical ? "yes" : "NO");
+  }
+  return 0;
+}
+
 }  // namespace
 
 Command add_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Benchmarks (printed, never asserted)");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_flag("--plain", a->plain, "Plain decoding: prefill and decode tok/s, decode GB/s");
-  cmd->add_option("-m,--model", a->model, "Model folder (default: a synthetic model of --shape)");
-  cmd->add_option("--shape", a->shape, "Synthetic model shape: 1b (Llama-3.2-1B) or 8b (Llama-3.1-8B)");
+  cmd->add_option("-m,--model", a->model, "Target model folder (--plain: default a synthetic model of --shape)");
+  cmd->add_option("--shape", a->shape, "Synthetic model shape for --plain: 1b (Llama-3.2-1B) or 8b (Llama-3.1-8B)");
   cmd->add_option("--synthetic-dir", a->synthetic_dir, "Where synthetic models are written");
-  cmd->add_option("--prompt-tokens", a->prompt_tokens, "Prefill length")->check(CLI::Range(8, 8192));
-  cmd->add_option("--decode-tokens", a->decode_tokens, "Decode steps")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", a->threads, "Thread counts to measure, e.g. --threads 1 2")->delimiter(',');
+  cmd->add_option("--prompt-tokens", a->prompt_tokens, "Prefill length (--plain)")->check(CLI::Range(8, 8192));
+  cmd->add_option("--decode-tokens", a->decode_tokens, "Decode steps (--plain)")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->threads, "Thread counts to measure (--plain), e.g. --threads 1,2")->delimiter(',');
+  cmd->add_option("-d,--draft-model", a->drafter, "EAGLE-3 drafter: plain vs speculative over --prompts");
+  cmd->add_option("--prompts", a->prompts_file, "Prompt file: JSON lines with a 'prompt' field, or one prompt per line");
+  cmd->add_option("--num-prompts", a->num_prompts, "Use only the first N prompts")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-n,--max-tokens", a->max_tokens, "Tokens generated per prompt")->check(CLI::PositiveNumber);
+  cmd->add_option("--setting", a->settings, "Draft settings steps,topk,draft_tokens (repeatable; topk 1 = chain)");
+  cmd->add_option("--temp", a->sampling.temperature, "Temperature (> 0 reports both verification schemes)")
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--seed", a->sampling.seed, "Sampling seed");
+  cmd->add_option("-t", a->bench_threads, "Threads for the speculative benchmark (default: all cores)");
+  cmd->add_option("--aux-layer-convention", a->aux_convention, "input or output (see generate)")
+      ->check(CLI::IsMember({"input", "output"}));
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
-  return [a] { return run_bench(*a); };
+  return [a] {
+    if (!a->drafter.empty()) return run_speculative(*a);
+    if (!a->plain) fail("bench: choose --plain, or -d DRAFTER --prompts FILE for speculative decoding");
+    return run_plain(*a);
+  };
 }
 
 }  // namespace eaglet::cli
