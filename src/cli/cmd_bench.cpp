@@ -2,6 +2,7 @@
 //   --plain: prefill and decode tok/s of a target at several thread counts and the weight bandwidth of decoding;
 //            without -m, a model of Llama-3.2-1B (or 8B) shape with random bf16 weights is made on the fly.
 //   -d DRAFTER --prompts FILE: plain vs speculative decoding over a prompt set, for chain and tree settings.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "cli/common.h"
 #include "cli/spec_flags.h"
 #include "io/tokenizer.h"
+#include "kernels/bandwidth.h"
 #include "kernels/cpu_features.h"
 #include "model/synthetic.h"
 #include "model/transformer.h"
@@ -23,7 +25,9 @@ namespace eaglet::cli {
 namespace {
 
 struct BenchArgs {
-  bool plain = false, json = false;
+  bool plain = false, json = false, cost_curve = false;
+  std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64}, contexts = {512, 2048};
+  int repeats = 3;
   std::string model, shape = "1b", synthetic_dir = "models";
   int prompt_tokens = 128, decode_tokens = 32;
   std::vector<int> threads = {1, 2};
@@ -72,16 +76,69 @@ int64_t weight_bytes_per_token(const Transformer& model) {
          (c.num_layers * per_layer + c.vocab_size * c.hidden_size);
 }
 
-int run_plain(const BenchArgs& a) {
-  std::string dir = a.model;
-  if (dir.empty()) {
-    if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
-    const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
-    dir = a.synthetic_dir + "/synthetic-" + shape.name + "-bf16";
-    std::fprintf(stderr, "bench: using %s (random bf16 weights, %s shape; written once)\n", dir.c_str(),
-                 shape.name.c_str());
-    ensure_synthetic_model(dir, shape, DType::BF16, 1);
+// -m DIR, or a synthetic model of --shape written once under --synthetic-dir.
+std::string model_dir(const BenchArgs& a) {
+  if (!a.model.empty()) return a.model;
+  if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+  const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
+  const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + "-bf16";
+  std::fprintf(stderr, "bench: using %s (random bf16 weights, %s shape; written once)\n", dir.c_str(), shape.name.c_str());
+  ensure_synthetic_model(dir, shape, DType::BF16, 1);
+  return dir;
+}
+
+// Time of one target forward over M new tokens (all logits, as verification needs) after `ctx` cached tokens.
+int run_cost_curve(const BenchArgs& a) {
+  set_num_threads(a.bench_threads);
+  const std::string dir = model_dir(a);
+  auto model = Transformer::load(dir);
+  const int64_t bytes = weight_bytes_per_token(*model), vocab = model->config().vocab_size;
+  const double probe = probe_read_bandwidth(thread_pool());
+  std::printf("model: %s, %.2f GB of weights per forward, kernels: %s, %d threads\n", dir.c_str(), bytes / 1e9,
+              std::string(isa_name(active_isa())).c_str(), thread_pool().size());
+  std::printf("memory read bandwidth (probe, %d threads): %.1f GB/s\n\n", thread_pool().size(), probe);
+  const int max_m = *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end());
+  std::mt19937 rng(11);
+  std::vector<int32_t> tokens(static_cast<size_t>(std::max(max_m, *std::max_element(a.contexts.begin(), a.contexts.end()))));
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+  std::vector<std::vector<double>> ms(a.contexts.size());
+  for (size_t c = 0; c < a.contexts.size(); ++c) {
+    const int ctx = a.contexts[c];
+    KVCache cache = model->make_cache(ctx + max_m);
+    for (int start = 0; start < ctx; start += 256) {
+      const int n = std::min(256, ctx - start);
+      model->forward(cache, {.tokens = {tokens.data() + start, static_cast<size_t>(n)}});
+      cache.commit_all();
+    }
+    for (int m : a.batch_sizes) {
+      double best = 1e30;
+      for (int r = 0; r < a.repeats; ++r) {
+        Timer t;
+        model->forward(cache, {.tokens = {tokens.data(), static_cast<size_t>(m)}, .all_logits = true});
+        best = std::min(best, t.seconds());
+        cache.discard_pending();
+      }
+      ms[c].push_back(best * 1e3);
+    }
   }
+  std::printf("| M (new tokens) |");
+  for (int ctx : a.contexts) std::printf(" ctx %d: ms | T(M)/T(1) |", ctx);
+  std::printf("\n|---|");
+  for (size_t c = 0; c < a.contexts.size(); ++c) std::printf("---|---|");
+  std::printf("\n");
+  for (size_t i = 0; i < a.batch_sizes.size(); ++i) {
+    std::printf("| %d |", a.batch_sizes[i]);
+    for (size_t c = 0; c < a.contexts.size(); ++c) std::printf(" %.1f | %.2f |", ms[c][i], ms[c][i] / ms[c][0]);
+    std::printf("\n");
+  }
+  const double decode_gb_s = bytes / (ms[0][0] / 1e3) / 1e9;
+  std::printf("\ndecode (M=1, ctx %d): %.1f GB/s of weights = %.0f%% of the probed bandwidth\n", a.contexts[0],
+              decode_gb_s, 100.0 * decode_gb_s / probe);
+  return 0;
+}
+
+int run_plain(const BenchArgs& a) {
+  const std::string dir = model_dir(a);
   auto model = Transformer::load(dir);
   const int64_t decode_bytes = weight_bytes_per_token(*model);
   std::vector<PlainResult> results;
@@ -246,6 +303,10 @@ Command add_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Benchmarks (printed, never asserted)");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_flag("--plain", a->plain, "Plain decoding: prefill and decode tok/s, decode GB/s");
+  cmd->add_flag("--cost-curve", a->cost_curve, "Time of one forward over M = 1..64 new tokens, as T(M)/T(1)");
+  cmd->add_option("--batch-sizes", a->batch_sizes, "M values for --cost-curve")->delimiter(',');
+  cmd->add_option("--contexts", a->contexts, "Cached context lengths for --cost-curve")->delimiter(',');
+  cmd->add_option("--repeats", a->repeats, "Timings per point (the best is kept)")->check(CLI::PositiveNumber);
   cmd->add_option("-m,--model", a->model, "Target model folder (--plain: default a synthetic model of --shape)");
   cmd->add_option("--shape", a->shape, "Synthetic model shape for --plain: 1b (Llama-3.2-1B) or 8b (Llama-3.1-8B)");
   cmd->add_option("--synthetic-dir", a->synthetic_dir, "Where synthetic models are written");
@@ -266,6 +327,7 @@ Command add_bench(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
   return [a] {
     if (!a->drafter.empty()) return run_speculative(*a);
+    if (a->cost_curve) return run_cost_curve(*a);
     if (!a->plain) fail("bench: choose --plain, or -d DRAFTER --prompts FILE for speculative decoding");
     return run_plain(*a);
   };

@@ -32,6 +32,7 @@ CpuFeatures detect() {
 }
 
 Isa best_isa(const CpuFeatures& f) {
+  if (f.avx512_bf16) return Isa::Avx512Bf16;
   if (f.avx512) return Isa::Avx512;
   if (f.avx2_fma) return Isa::Avx2;
   return Isa::Scalar;
@@ -48,6 +49,7 @@ Isa initial_isa() {
     const std::string v = forced;
     if (v == "scalar") return Isa::Scalar;
     if (v == "avx2") return clamp(Isa::Avx2);
+    if (v == "avx512") return clamp(Isa::Avx512);
   }
   return best_isa(cpu_features());
 }
@@ -72,6 +74,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::Scalar: return "scalar";
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
+    case Isa::Avx512Bf16: return "avx512bf16";
   }
   return "?";
 }

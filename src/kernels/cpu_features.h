@@ -1,11 +1,12 @@
 #pragma once
 // Which vector instruction set the kernels use, chosen once at run time from cpuid.
-// EAGLET_ISA=scalar|avx2|avx512 in the environment forces a lower level (for tests and comparisons).
+// EAGLET_ISA=scalar|avx2|avx512|avx512bf16 in the environment forces a lower level (for tests and comparisons).
+// avx512 keeps fp32 activations for bf16 weights; avx512bf16 rounds them to bf16 and uses vdpbf16ps.
 #include <string_view>
 
 namespace eaglet {
 
-enum class Isa { Scalar, Avx2, Avx512 };
+enum class Isa { Scalar, Avx2, Avx512, Avx512Bf16 };
 
 struct CpuFeatures {
   bool avx2_fma = false;    // AVX2 + FMA + F16C

@@ -1,6 +1,8 @@
 #include "kernels/matmul.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu_features.h"
 #include "util/thread_pool.h"
@@ -43,15 +45,27 @@ void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w
 }
 
 void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPool& pool) {
+  constexpr int64_t kBlock = 16;  // output rows per work item: each thread streams a contiguous part of W
+  const int64_t blocks = (w.rows + kBlock - 1) / kBlock;
+  if (active_isa() == Isa::Avx512Bf16 && w.dtype == DType::BF16) {
+    const int64_t kp = (w.cols + 31) / 32 * 32;
+    thread_local std::vector<uint16_t> xb;
+    if (static_cast<int64_t>(xb.size()) < M * kp) xb.resize(static_cast<size_t>(M * kp));
+    detail::convert_to_bf16_padded(xb.data(), x, M, w.cols, kp);
+    const uint16_t* xbp = xb.data();
+    pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1, int) {
+      detail::matmul_rows_avx512bf16(y, xbp, kp, M, w, static_cast<int64_t>(b0) * kBlock,
+                                     std::min<int64_t>(static_cast<int64_t>(b1) * kBlock, w.rows));
+    });
+    return;
+  }
   auto rows = &detail::matmul_rows_scalar;
   switch (active_isa()) {
+    case Isa::Avx512Bf16:
     case Isa::Avx512: rows = &detail::matmul_rows_avx512; break;
     case Isa::Avx2: rows = &detail::matmul_rows_avx2; break;
     case Isa::Scalar: break;
   }
-  // Blocks of 16 output rows keep each thread's weight stream contiguous; about 4 chunks per thread balance load.
-  constexpr int64_t kBlock = 16;
-  const int64_t blocks = (w.rows + kBlock - 1) / kBlock;
   pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1, int) {
     const int64_t n0 = static_cast<int64_t>(b0) * kBlock;
     const int64_t n1 = std::min<int64_t>(static_cast<int64_t>(b1) * kBlock, w.rows);

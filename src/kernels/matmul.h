@@ -17,7 +17,9 @@ struct WeightMatrix {
   int64_t cols = 0;  // input features (K)
 };
 
-// y[M, rows] = x[M, cols] · Wᵀ. Uses the active ISA (kernels/cpu_features.h) and the pool's threads.
+// y[M, rows] = x[M, cols] · Wᵀ. Uses the active ISA (kernels/cpu_features.h) and the pool's threads. With AVX-512
+// BF16, bf16 weights meet activations rounded to bf16 (as Hugging Face computes bf16 models); other paths keep
+// activations in fp32.
 void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPool& pool);
 
 // Plain C++ loops, the reference the vector kernels are tested against.
@@ -31,6 +33,10 @@ namespace detail {
 void matmul_rows_avx512(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
 void matmul_rows_avx2(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
 void matmul_rows_scalar(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
+// BF16 weights with bf16-rounded activations xb [M, kp] (kp = K rounded up to 32, zero padded).
+void matmul_rows_avx512bf16(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
+                            int64_t n1);
+void convert_to_bf16_padded(uint16_t* out, const float* x, int64_t M, int64_t K, int64_t kp);
 }  // namespace detail
 
 }  // namespace eaglet
