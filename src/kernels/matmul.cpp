@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
@@ -30,11 +31,11 @@ float load_as_f32(const void* data, DType dtype, int64_t i) {
 
 namespace detail {
 void matmul_rows_scalar(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
-  const int64_t K = w.cols, N = w.rows;
+  const int64_t K = w.cols, N = w.rows, ld = w.row_stride();
   for (int64_t n = n0; n < n1; ++n)
     for (int64_t m = 0; m < M; ++m) {
       float acc = 0.0f;
-      for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * load_as_f32(w.data, w.dtype, n * K + k);
+      for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * load_as_f32(w.data, w.dtype, n * ld + k);
       y[m * N + n] = acc;
     }
 }
@@ -42,6 +43,25 @@ void matmul_rows_scalar(float* y, const float* x, int64_t M, const WeightMatrix&
 
 void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w) {
   detail::matmul_rows_scalar(y, x, M, w, 0, w.rows);
+}
+
+namespace {
+using RowsFn = void (*)(float*, const float*, int64_t, const WeightMatrix&, int64_t, int64_t);
+RowsFn rows_function() {
+  switch (active_isa()) {
+    case Isa::Avx512Bf16:
+    case Isa::Avx512: return &detail::matmul_rows_avx512;
+    case Isa::Avx2: return &detail::matmul_rows_avx2;
+    case Isa::Scalar: break;
+  }
+  return &detail::matmul_rows_scalar;
+}
+}  // namespace
+
+void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) {
+  if (w.dtype == DType::BF16 && active_isa() == Isa::Avx512Bf16)
+    fail("matmul_serial: bf16 weights go through matmul()");  // not needed by any caller yet
+  rows_function()(y, x, M, w, 0, w.rows);
 }
 
 void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPool& pool) {
@@ -59,13 +79,7 @@ void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPo
     });
     return;
   }
-  auto rows = &detail::matmul_rows_scalar;
-  switch (active_isa()) {
-    case Isa::Avx512Bf16:
-    case Isa::Avx512: rows = &detail::matmul_rows_avx512; break;
-    case Isa::Avx2: rows = &detail::matmul_rows_avx2; break;
-    case Isa::Scalar: break;
-  }
+  const RowsFn rows = rows_function();
   pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1, int) {
     const int64_t n0 = static_cast<int64_t>(b0) * kBlock;
     const int64_t n1 = std::min<int64_t>(static_cast<int64_t>(b1) * kBlock, w.rows);

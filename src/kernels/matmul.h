@@ -15,12 +15,17 @@ struct WeightMatrix {
   DType dtype = DType::F32;
   int64_t rows = 0;  // output features (N)
   int64_t cols = 0;  // input features (K)
+  int64_t stride = 0;  // elements from one row to the next; 0: cols (contiguous)
+  int64_t row_stride() const { return stride > 0 ? stride : cols; }
 };
 
 // y[M, rows] = x[M, cols] · Wᵀ. Uses the active ISA (kernels/cpu_features.h) and the pool's threads. With AVX-512
 // BF16, bf16 weights meet activations rounded to bf16 (as Hugging Face computes bf16 models); other paths keep
 // activations in fp32.
 void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPool& pool);
+
+// The same on the calling thread only (for callers that parallelise around it, e.g. attention over heads).
+void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w);
 
 // Plain C++ loops, the reference the vector kernels are tested against.
 void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w);

@@ -7,11 +7,32 @@
 namespace eaglet {
 
 KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t head_dim, int64_t capacity)
-    : layers_(num_layers), row_(num_kv_heads * head_dim), capacity_(capacity) {
-  const size_t n = static_cast<size_t>(layers_ * capacity_ * row_);
+    : layers_(num_layers), kv_heads_(num_kv_heads), head_dim_(head_dim), capacity_(capacity) {
+  const size_t n = static_cast<size_t>(layers_ * kv_heads_ * capacity_ * head_dim_);
   k_.assign(n, 0.0f);
   v_.assign(n, 0.0f);
   positions_.assign(static_cast<size_t>(capacity_), 0);
+}
+
+void KVCache::write(int64_t layer, int64_t slot, const float* k, const float* v) {
+  const int64_t D = head_dim_;
+  for (int64_t h = 0; h < kv_heads_; ++h) {
+    std::memcpy(&k_[head_offset(layer, h) + static_cast<size_t>(slot * D)], k + h * D, static_cast<size_t>(D) * sizeof(float));
+    float* vt = &v_[head_offset(layer, h)];
+    for (int64_t d = 0; d < D; ++d) vt[d * capacity_ + slot] = v[h * D + d];
+  }
+}
+
+void KVCache::move_slot(int64_t from, int64_t to) {
+  const int64_t D = head_dim_;
+  for (int64_t l = 0; l < layers_; ++l)
+    for (int64_t h = 0; h < kv_heads_; ++h) {
+      float* k = &k_[head_offset(l, h)];
+      std::memcpy(k + to * D, k + from * D, static_cast<size_t>(D) * sizeof(float));
+      float* vt = &v_[head_offset(l, h)];
+      for (int64_t d = 0; d < D; ++d) vt[d * capacity_ + to] = vt[d * capacity_ + from];
+    }
+  positions_[static_cast<size_t>(to)] = positions_[static_cast<size_t>(from)];
 }
 
 void KVCache::begin_batch(std::span<const int32_t> positions) {
@@ -32,14 +53,7 @@ void KVCache::commit(std::span<const int32_t> batch_indices) {
   int64_t kept = 0;
   for (int32_t idx : batch_indices) {
     if (idx < 0 || idx >= pending_ || idx < kept) fail("KVCache::commit: batch index ", idx, " is out of order or range");
-    const int64_t from = size_ + idx, to = size_ + kept;
-    if (from != to) {
-      for (int64_t l = 0; l < layers_; ++l) {
-        std::memcpy(k(l, to), k(l, from), static_cast<size_t>(row_) * sizeof(float));
-        std::memcpy(v(l, to), v(l, from), static_cast<size_t>(row_) * sizeof(float));
-      }
-      positions_[static_cast<size_t>(to)] = positions_[static_cast<size_t>(from)];
-    }
+    if (idx != kept) move_slot(size_ + idx, size_ + kept);
     ++kept;
   }
   size_ += kept;

@@ -2,6 +2,8 @@
 // Keys (after RoPE) and values of every layer, fp32, one slot per token. A forward writes its M new tokens into
 // the slots after the committed ones; they stay pending until the caller keeps all of them (prefill, decode), a
 // chosen path of them (tree verification), or none.
+// Layout, per layer and KV head: keys [capacity, head_dim] and values transposed [head_dim, capacity], so that
+// scores = Q·Kᵀ and out = P·V are both plain matmuls over contiguous rows.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -16,12 +18,12 @@ class KVCache {
   int64_t size() const { return size_; }         // committed tokens
   int64_t pending() const { return pending_; }   // tokens written by the last forward, not committed
   int64_t capacity() const { return capacity_; }
-  int64_t row_width() const { return row_; }     // num_kv_heads * head_dim
+  int64_t head_dim() const { return head_dim_; }
 
-  float* k(int64_t layer, int64_t slot) { return &k_[offset(layer, slot)]; }
-  float* v(int64_t layer, int64_t slot) { return &v_[offset(layer, slot)]; }
-  const float* k(int64_t layer, int64_t slot) const { return &k_[offset(layer, slot)]; }
-  const float* v(int64_t layer, int64_t slot) const { return &v_[offset(layer, slot)]; }
+  // Stores one token's keys and values ([num_kv_heads * head_dim] each) in `slot`.
+  void write(int64_t layer, int64_t slot, const float* k, const float* v);
+  const float* keys(int64_t layer, int64_t kv_head) const { return &k_[head_offset(layer, kv_head)]; }
+  const float* values_t(int64_t layer, int64_t kv_head) const { return &v_[head_offset(layer, kv_head)]; }
   int64_t position(int64_t slot) const { return positions_[static_cast<size_t>(slot)]; }
 
   // Called by the forward: reserves slots [size, size + positions.size()) for a batch. Throws if it does not fit.
@@ -32,10 +34,11 @@ class KVCache {
   void truncate(int64_t n);                            // forget committed tokens from n on
 
  private:
-  size_t offset(int64_t layer, int64_t slot) const {
-    return static_cast<size_t>((layer * capacity_ + slot) * row_);
+  size_t head_offset(int64_t layer, int64_t kv_head) const {
+    return static_cast<size_t>((layer * kv_heads_ + kv_head) * capacity_ * head_dim_);
   }
-  int64_t layers_ = 0, row_ = 0, capacity_ = 0, size_ = 0, pending_ = 0;
+  void move_slot(int64_t from, int64_t to);
+  int64_t layers_ = 0, kv_heads_ = 0, head_dim_ = 0, capacity_ = 0, size_ = 0, pending_ = 0;
   std::vector<float> k_, v_;
   std::vector<int64_t> positions_;
 };

@@ -29,14 +29,14 @@ std::vector<float> to_f32(const TensorView* t) {
   return out;
 }
 
-void LayerScratch::reserve(int64_t m, int64_t q_dim, int64_t kv_dim, int64_t intermediate, int64_t score_slots) {
+void LayerScratch::reserve(int64_t m, int64_t q_dim, int64_t kv_dim, int64_t intermediate) {
   grow(q, m * q_dim);
   grow(att, m * q_dim);
   grow(k, m * kv_dim);
   grow(v, m * kv_dim);
   grow(gate, m * intermediate);
   grow(up, m * intermediate);
-  grow(scores, static_cast<int64_t>(thread_pool().size()) * score_slots);
+
 }
 
 void RopeAngles::compute(std::span<const int32_t> positions, const std::vector<float>& inv_freq) {
@@ -57,42 +57,46 @@ void project(float* y, const float* x, int64_t M, const Linear& l) {
 namespace {
 
 // Scaled dot-product attention of the batch's queries over the cache (committed + this batch's pending entries).
+// Per KV head, the queries of its group for all M tokens form one matrix Q [M*group, D]; then scores = Q·Kᵀ and
+// out = softmax(scores)·V are two matmuls over the head's contiguous keys and transposed values, so each key and
+// value is read once per head for the whole batch. Heads run in parallel.
 void attend(const AttentionShape& a, const KVCache& cache, int64_t layer, int64_t M, std::span<const int32_t> positions,
             const AttentionMask& mask, LayerScratch& s) {
   const int64_t D = a.head_dim, Hq = a.num_heads, group = a.num_heads / a.num_kv_heads;
-  const int64_t past = cache.size(), total = past + M;
+  const int64_t past = cache.size(), total = past + M, rows = M * group;
   const int64_t first_masked = past - mask.past, columns = mask.past + M;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  thread_pool().parallel_for(static_cast<size_t>(M * Hq), [&](size_t begin, size_t end, int thread) {
-    float* scores = &s.scores[static_cast<size_t>(thread) * static_cast<size_t>(cache.capacity())];
-    for (size_t job = begin; job < end; ++job) {
-      const int64_t m = static_cast<int64_t>(job) / Hq, h = static_cast<int64_t>(job) % Hq, kvh = h / group;
-      const float* q = &s.q[static_cast<size_t>((m * Hq + h) * D)];
-      const int64_t qpos = positions[static_cast<size_t>(m)];
-      for (int64_t slot = 0; slot < total; ++slot) {
-        bool visible;
-        if (mask.mask.empty()) visible = slot - past <= m;  // committed entries, then causal in the batch
-        else visible = slot < first_masked || mask.mask[static_cast<size_t>(m * columns + slot - first_masked)] != 0;
-        if (visible && a.sliding_window > 0 && qpos - cache.position(slot) >= a.sliding_window) visible = false;
-        if (!visible) {
-          scores[slot] = neg_inf;
-          continue;
+  const size_t per_thread = static_cast<size_t>(rows * (D * 2 + total));
+  grow(s.scores, static_cast<int64_t>(thread_pool().size() * per_thread));
+  thread_pool().parallel_for(static_cast<size_t>(a.num_kv_heads), [&](size_t begin, size_t end, int thread) {
+    float* q = &s.scores[static_cast<size_t>(thread) * per_thread];
+    float* out = q + rows * D;
+    float* scores = out + rows * D;
+    for (size_t kvh = begin; kvh < end; ++kvh) {
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t g = 0; g < group; ++g)
+          std::memcpy(q + (m * group + g) * D, &s.q[static_cast<size_t>((m * Hq + static_cast<int64_t>(kvh) * group + g) * D)],
+                      static_cast<size_t>(D) * sizeof(float));
+      matmul_serial(scores, q, rows, {cache.keys(layer, static_cast<int64_t>(kvh)), DType::F32, total, D});
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t m = r / group, qpos = positions[static_cast<size_t>(m)];
+        float* row = scores + r * total;
+        for (int64_t slot = 0; slot < total; ++slot) {
+          bool visible;
+          if (mask.mask.empty()) visible = slot - past <= m;  // committed entries, then causal in the batch
+          else visible = slot < first_masked || mask.mask[static_cast<size_t>(m * columns + slot - first_masked)] != 0;
+          if (visible && a.sliding_window > 0 && qpos - cache.position(slot) >= a.sliding_window) visible = false;
+          row[slot] = visible ? row[slot] * scale : neg_inf;
         }
-        const float* k = cache.k(layer, slot) + kvh * D;
-        float dot = 0.0f;
-        for (int64_t d = 0; d < D; ++d) dot += q[d] * k[d];
-        scores[slot] = dot * scale;
+        softmax(row, total);
       }
-      softmax(scores, total);
-      float* out = &s.att[static_cast<size_t>((m * Hq + h) * D)];
-      std::fill(out, out + D, 0.0f);
-      for (int64_t slot = 0; slot < total; ++slot) {
-        const float p = scores[slot];
-        if (p == 0.0f) continue;
-        const float* v = cache.v(layer, slot) + kvh * D;
-        for (int64_t d = 0; d < D; ++d) out[d] += p * v[d];
-      }
+      matmul_serial(out, scores, rows,
+                    {cache.values_t(layer, static_cast<int64_t>(kvh)), DType::F32, D, total, cache.capacity()});
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t g = 0; g < group; ++g)
+          std::memcpy(&s.att[static_cast<size_t>((m * Hq + static_cast<int64_t>(kvh) * group + g) * D)], out + (m * group + g) * D,
+                      static_cast<size_t>(D) * sizeof(float));
     }
   });
 }
@@ -117,9 +121,7 @@ void self_attention(float* out, const float* xn, int64_t M, const LayerWeights& 
     const float* sn = &rope.sin[static_cast<size_t>(m * half)];
     rope_rotate(qm, Hq, D, cs, sn);
     rope_rotate(km, Hkv, D, cs, sn);
-    std::memcpy(cache.k(layer, cache.size() + m), km, static_cast<size_t>(Hkv * D) * sizeof(float));
-    std::memcpy(cache.v(layer, cache.size() + m), &s.v[static_cast<size_t>(m * Hkv * D)],
-                static_cast<size_t>(Hkv * D) * sizeof(float));
+    cache.write(layer, cache.size() + m, km, &s.v[static_cast<size_t>(m * Hkv * D)]);
   }
   attend(a, cache, layer, M, positions, mask, s);
   project(out, s.att.data(), M, w.o);

@@ -31,8 +31,9 @@ struct AttentionShape {
 
 // Buffers of one forward, grown on demand and reused (no allocation per token once warm).
 struct LayerScratch {
-  std::vector<float> q, k, v, att, gate, up, scores;
-  void reserve(int64_t m, int64_t q_dim, int64_t kv_dim, int64_t intermediate, int64_t score_slots);
+  std::vector<float> q, k, v, att, gate, up;
+  std::vector<float> scores;  // attention: per thread, the group's queries, outputs and score rows
+  void reserve(int64_t m, int64_t q_dim, int64_t kv_dim, int64_t intermediate);  // scores grow in attention
 };
 
 // RoPE angles for a batch: cos/sin [M, head_dim / 2] from the positions and the inverse frequencies.

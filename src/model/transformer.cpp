@@ -134,7 +134,7 @@ void Transformer::forward(KVCache& cache, const ForwardBatch& batch) {
   grow(tmp_, M * H);
   grow(aux_, M * aux_width());
   grow(positions_, M);
-  scratch_.reserve(M, c.q_dim(), c.kv_dim(), c.intermediate_size, cache.capacity());
+  scratch_.reserve(M, c.q_dim(), c.kv_dim(), c.intermediate_size);
   for (int64_t m = 0; m < M; ++m)
     positions_[static_cast<size_t>(m)] =
         batch.positions.empty() ? static_cast<int32_t>(cache.size() + m) : batch.positions[static_cast<size_t>(m)];

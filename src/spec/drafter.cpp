@@ -152,7 +152,7 @@ void Drafter::forward(KVCache& cache, std::span<const int32_t> tokens, const flo
   grow(xn_, M * H);
   grow(tmp_, M * H);
   grow(h_next_, M * H);
-  scratch_.reserve(M, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size, cache.capacity());
+  scratch_.reserve(M, c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size);
   cache.begin_batch(positions);
   rope_.compute(positions, inv_freq_);
 
