@@ -16,6 +16,7 @@
 #include "kernels/cpu_features.h"
 #include "model/synthetic.h"
 #include "model/transformer.h"
+#include "spec/drafter.h"
 #include "spec/generation.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -25,7 +26,8 @@ namespace eaglet::cli {
 namespace {
 
 struct BenchArgs {
-  bool plain = false, json = false, cost_curve = false;
+  bool plain = false, json = false, cost_curve = false, drafter_step = false;
+  int draft_vocab = 32000;
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64}, contexts = {512, 2048};
   int repeats = 3;
   std::string model, shape = "1b", synthetic_dir = "models";
@@ -87,6 +89,45 @@ std::string model_dir(const BenchArgs& a) {
   return dir;
 }
 
+// One drafter step (one layer + lm_head over the draft vocabulary) after a cached context, against a target step.
+void time_drafter_step(const BenchArgs& a, Transformer& target, double target_ms) {
+  std::string dir = a.drafter;
+  if (dir.empty()) {
+    if (!a.model.empty()) fail("--drafter-step with -m needs -d DRAFTER");
+    const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
+    dir = a.synthetic_dir + "/synthetic-" + shape.name + "-drafter-" + std::to_string(a.draft_vocab) + "-bf16";
+    ensure_synthetic_drafter(dir, shape, a.draft_vocab, DType::BF16, 2);
+  }
+  auto drafter = Drafter::load(dir, target, {});
+  const int ctx = a.contexts[0];
+  const int64_t W = 3 * target.config().hidden_size, H = drafter->config().hidden_size;
+  KVCache cache = drafter->make_cache(ctx + 16);
+  std::vector<float> aux(static_cast<size_t>(256 * W), 0.1f), hidden(static_cast<size_t>(16 * H), 0.1f);
+  std::vector<int32_t> tokens(256, 5), positions(256);
+  for (int start = 0; start < ctx; start += 256) {
+    const int n = std::min(256, ctx - start);
+    for (int i = 0; i < n; ++i) positions[static_cast<size_t>(i)] = start + i;
+    drafter->forward(cache, {tokens.data(), static_cast<size_t>(n)}, aux.data(), Drafter::Input::TargetAux,
+                     {positions.data(), static_cast<size_t>(n)}, {}, false);
+    cache.commit_all();
+  }
+  std::printf("\ndrafter %s (draft vocab %lld), after %d cached tokens:\n", dir.c_str(),
+              static_cast<long long>(drafter->config().draft_vocab_size), ctx);
+  for (int m : {1, 4}) {
+    for (int i = 0; i < m; ++i) positions[static_cast<size_t>(i)] = ctx;
+    double best = 1e30;
+    for (int r = 0; r < a.repeats + 1; ++r) {
+      Timer t;
+      drafter->forward(cache, {tokens.data(), static_cast<size_t>(m)}, hidden.data(), Drafter::Input::OwnHidden,
+                       {positions.data(), static_cast<size_t>(m)}, {}, true);
+      best = std::min(best, t.seconds());
+      cache.discard_pending();
+    }
+    std::printf("  step of %d token(s): %.2f ms = %.1f%% of a target decode step (%.1f ms)\n", m, best * 1e3,
+                100.0 * best * 1e3 / target_ms, target_ms);
+  }
+}
+
 // Time of one target forward over M new tokens (all logits, as verification needs) after `ctx` cached tokens.
 int run_cost_curve(const BenchArgs& a) {
   set_num_threads(a.bench_threads);
@@ -134,6 +175,7 @@ int run_cost_curve(const BenchArgs& a) {
   const double decode_gb_s = bytes / (ms[0][0] / 1e3) / 1e9;
   std::printf("\ndecode (M=1, ctx %d): %.1f GB/s of weights = %.0f%% of the probed bandwidth\n", a.contexts[0],
               decode_gb_s, 100.0 * decode_gb_s / probe);
+  if (a.drafter_step) time_drafter_step(a, *model, ms[0][0]);
   return 0;
 }
 
@@ -307,6 +349,9 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--batch-sizes", a->batch_sizes, "M values for --cost-curve")->delimiter(',');
   cmd->add_option("--contexts", a->contexts, "Cached context lengths for --cost-curve")->delimiter(',');
   cmd->add_option("--repeats", a->repeats, "Timings per point (the best is kept)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--drafter-step", a->drafter_step,
+                "With --cost-curve: time one drafter step against a target step (synthetic drafter of the shape, or -d)");
+  cmd->add_option("--draft-vocab", a->draft_vocab, "Draft vocabulary of the synthetic drafter")->check(CLI::PositiveNumber);
   cmd->add_option("-m,--model", a->model, "Target model folder (--plain: default a synthetic model of --shape)");
   cmd->add_option("--shape", a->shape, "Synthetic model shape for --plain: 1b (Llama-3.2-1B) or 8b (Llama-3.1-8B)");
   cmd->add_option("--synthetic-dir", a->synthetic_dir, "Where synthetic models are written");
@@ -326,8 +371,8 @@ Command add_bench(CLI::App& app) {
       ->check(CLI::IsMember({"input", "output"}));
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
   return [a] {
-    if (!a->drafter.empty()) return run_speculative(*a);
     if (a->cost_curve) return run_cost_curve(*a);
+    if (!a->drafter.empty()) return run_speculative(*a);
     if (!a->plain) fail("bench: choose --plain, or -d DRAFTER --prompts FILE for speculative decoding");
     return run_plain(*a);
   };

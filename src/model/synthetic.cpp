@@ -86,4 +86,62 @@ int64_t ensure_synthetic_model(const std::string& dir, const SyntheticShape& s, 
   return decode_bytes;
 }
 
+int64_t ensure_synthetic_drafter(const std::string& dir, const SyntheticShape& t, int64_t draft_vocab, DType dtype,
+                                 uint64_t seed) {
+  namespace fs = std::filesystem;
+  const int64_t H = t.hidden, I = t.intermediate, q = t.heads * t.head_dim, kv = t.kv_heads * t.head_dim;
+  const nlohmann::json config = {
+      {"architectures", {"LlamaForCausalLMEagle3"}}, {"model_type", "llama"}, {"hidden_size", H},
+      {"intermediate_size", I}, {"num_hidden_layers", 1}, {"num_attention_heads", t.heads},
+      {"num_key_value_heads", t.kv_heads}, {"head_dim", t.head_dim}, {"rms_norm_eps", 1e-5}, {"vocab_size", t.vocab},
+      {"draft_vocab_size", draft_vocab}, {"rope_theta", 10000.0}, {"max_position_embeddings", 2048},
+      {"torch_dtype", dtype == DType::BF16 ? "bfloat16" : "float16"}, {"eaglet_synthetic", t.name + "-drafter"}};
+  const int64_t step_bytes =
+      static_cast<int64_t>(dtype_size(dtype)) * (2 * H * q + 4 * H * kv + q * H + 3 * H * I + draft_vocab * H);
+  const fs::path config_path = fs::path(dir) / "config.json", weights_path = fs::path(dir) / "model.safetensors";
+  if (fs::exists(config_path) && fs::exists(weights_path) && read_json_file(config_path.string()) == config)
+    return step_bytes;
+  if (draft_vocab <= 0 || draft_vocab > t.vocab) fail("synthetic drafter: draft vocab must be in [1, target vocab]");
+  fs::create_directories(dir);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 7;
+  std::vector<std::vector<uint16_t>> storage;
+  storage.reserve(16);
+  std::vector<TensorToWrite> tensors;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, float scale, bool ones = false) {
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    storage.emplace_back();
+    if (ones) storage.back().assign(n, dtype == DType::BF16 ? f32_to_bf16(1.0f) : f32_to_f16(1.0f));
+    else fill(storage.back(), n, dtype, scale, state);
+    tensors.push_back({name, dtype, std::move(shape), storage.back().data()});
+  };
+  const float s2h = 1.7f / std::sqrt(static_cast<float>(2 * H)), sh = 1.7f / std::sqrt(static_cast<float>(H));
+  add("fc.weight", {H, 3 * H}, 1.7f / std::sqrt(static_cast<float>(3 * H)));
+  add("midlayer.input_layernorm.weight", {H}, 0, true);
+  add("midlayer.hidden_norm.weight", {H}, 0, true);
+  add("midlayer.self_attn.q_proj.weight", {q, 2 * H}, s2h);
+  add("midlayer.self_attn.k_proj.weight", {kv, 2 * H}, s2h);
+  add("midlayer.self_attn.v_proj.weight", {kv, 2 * H}, s2h);
+  add("midlayer.self_attn.o_proj.weight", {H, q}, 1.7f / std::sqrt(static_cast<float>(q)));
+  add("midlayer.post_attention_layernorm.weight", {H}, 0, true);
+  add("midlayer.mlp.gate_proj.weight", {I, H}, sh);
+  add("midlayer.mlp.up_proj.weight", {I, H}, sh);
+  add("midlayer.mlp.down_proj.weight", {H, I}, 1.7f / std::sqrt(static_cast<float>(I)));
+  add("norm.weight", {H}, 0, true);
+  add("lm_head.weight", {draft_vocab, H}, sh);
+  // The draft vocabulary: every (vocab / draft_vocab)-th target id, as offsets.
+  std::vector<int64_t> d2t(static_cast<size_t>(draft_vocab));
+  std::vector<uint8_t> t2d(static_cast<size_t>(t.vocab), 0);
+  for (int64_t i = 0; i < draft_vocab; ++i) {
+    const int64_t target = i * t.vocab / draft_vocab;
+    d2t[static_cast<size_t>(i)] = target - i;
+    t2d[static_cast<size_t>(target)] = 1;
+  }
+  tensors.push_back({"d2t", DType::I64, {draft_vocab}, d2t.data()});
+  tensors.push_back({"t2d", DType::BOOL, {t.vocab}, t2d.data()});
+  write_safetensors(weights_path.string(), tensors);
+  std::ofstream(config_path) << config.dump(2) << "\n";
+  return step_bytes;
+}
+
 }  // namespace eaglet

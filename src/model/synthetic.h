@@ -21,4 +21,10 @@ SyntheticShape llama31_8b_shape();  // Llama-3.1-8B: 32 layers, hidden 4096, GQA
 // Returns the number of weight bytes a decode step streams (all matrices, the head once).
 int64_t ensure_synthetic_model(const std::string& dir, const SyntheticShape& shape, DType dtype, uint64_t seed);
 
+// An EAGLE-3 drafter with random weights for a target of `target` shape (EAGLE/SpecForge layout: one layer of the
+// target's width, fc over 3 aux layers, lm_head over `draft_vocab` tokens with d2t/t2d). For timing only.
+// Returns the weight bytes one drafter step streams.
+int64_t ensure_synthetic_drafter(const std::string& dir, const SyntheticShape& target, int64_t draft_vocab, DType dtype,
+                                 uint64_t seed);
+
 }  // namespace eaglet
