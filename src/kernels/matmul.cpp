@@ -64,27 +64,44 @@ void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) {
   rows_function()(y, x, M, w, 0, w.rows);
 }
 
-void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPool& pool) {
+void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, int64_t M, ThreadPool& pool) {
   constexpr int64_t kBlock = 16;  // output rows per work item: each thread streams a contiguous part of W
-  const int64_t blocks = (w.rows + kBlock - 1) / kBlock;
-  if (active_isa() == Isa::Avx512Bf16 && w.dtype == DType::BF16) {
-    const int64_t kp = (w.cols + 31) / 32 * 32;
-    thread_local std::vector<uint16_t> xb;
-    if (static_cast<int64_t>(xb.size()) < M * kp) xb.resize(static_cast<size_t>(M * kp));
-    detail::convert_to_bf16_padded(xb.data(), x, M, w.cols, kp);
-    const uint16_t* xbp = xb.data();
-    pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1, int) {
-      detail::matmul_rows_avx512bf16(y, xbp, kp, M, w, static_cast<int64_t>(b0) * kBlock,
-                                     std::min<int64_t>(static_cast<int64_t>(b1) * kBlock, w.rows));
-    });
-    return;
+  // Work items over the concatenated rows of all outputs; bf16 weights on the BF16 path share one bf16 copy of x.
+  std::vector<int64_t> first_block;
+  int64_t blocks = 0, cols = -1;
+  bool bf16_path = active_isa() == Isa::Avx512Bf16;
+  for (const MatmulOutput& o : outputs) {
+    first_block.push_back(blocks);
+    blocks += (o.w.rows + kBlock - 1) / kBlock;
+    if (cols >= 0 && cols != o.w.cols) fail("matmul_group: outputs must share the input width");
+    cols = o.w.cols;
+    bf16_path = bf16_path && o.w.dtype == DType::BF16;
   }
+  const int64_t kp = (cols + 31) / 32 * 32;
+  thread_local std::vector<uint16_t> xb;
+  if (bf16_path) {
+    if (static_cast<int64_t>(xb.size()) < M * kp) xb.resize(static_cast<size_t>(M * kp));
+    detail::convert_to_bf16_padded(xb.data(), x, M, cols, kp);
+  }
+  const uint16_t* xbp = xb.data();
   const RowsFn rows = rows_function();
+  const MatmulOutput* outs = outputs.begin();
+  const size_t count = outputs.size();
   pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1, int) {
-    const int64_t n0 = static_cast<int64_t>(b0) * kBlock;
-    const int64_t n1 = std::min<int64_t>(static_cast<int64_t>(b1) * kBlock, w.rows);
-    rows(y, x, M, w, n0, n1);
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(b0), first_block[i]);
+      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(b1), i + 1 < count ? first_block[i + 1] : blocks);
+      if (lo >= hi) continue;
+      const MatmulOutput& o = outs[i];
+      const int64_t n0 = (lo - first_block[i]) * kBlock, n1 = std::min((hi - first_block[i]) * kBlock, o.w.rows);
+      if (bf16_path) detail::matmul_rows_avx512bf16(o.y, xbp, kp, M, o.w, n0, n1);
+      else rows(o.y, x, M, o.w, n0, n1);
+    }
   });
+}
+
+void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPool& pool) {
+  matmul_group({{y, w}}, x, M, pool);
 }
 
 }  // namespace eaglet

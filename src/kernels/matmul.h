@@ -3,6 +3,7 @@
 // Activations are fp32; weights stay in their checkpoint dtype (F32, BF16, F16) and are widened in registers;
 // accumulation is fp32. M = 1 is decode, small M is verification, large M is prefill.
 #include <cstdint>
+#include <initializer_list>
 
 #include "io/dtype.h"
 
@@ -23,6 +24,13 @@ struct WeightMatrix {
 // BF16, bf16 weights meet activations rounded to bf16 (as Hugging Face computes bf16 models); other paths keep
 // activations in fp32.
 void matmul(float* y, const float* x, int64_t M, const WeightMatrix& w, ThreadPool& pool);
+
+// Several matmuls of the same input (q/k/v, gate/up) in one pass of the thread pool: y_i = x · W_iᵀ.
+struct MatmulOutput {
+  float* y;
+  WeightMatrix w;
+};
+void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, int64_t M, ThreadPool& pool);
 
 // The same on the calling thread only (for callers that parallelise around it, e.g. attention over heads).
 void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w);

@@ -107,9 +107,10 @@ void self_attention(float* out, const float* xn, int64_t M, const LayerWeights& 
                     KVCache& cache, int64_t layer, std::span<const int32_t> positions, const AttentionMask& mask,
                     const RopeAngles& rope, LayerScratch& s) {
   const int64_t D = a.head_dim, Hq = a.num_heads, Hkv = a.num_kv_heads, half = D / 2;
-  project(s.q.data(), xn, M, w.q);
-  project(s.k.data(), xn, M, w.k);
-  project(s.v.data(), xn, M, w.v);
+  matmul_group({{s.q.data(), w.q.w}, {s.k.data(), w.k.w}, {s.v.data(), w.v.w}}, xn, M, thread_pool());
+  for (auto [y, l] : {std::pair{s.q.data(), &w.q}, {s.k.data(), &w.k}, {s.v.data(), &w.v}})
+    if (!l->bias.empty())
+      for (int64_t m = 0; m < M; ++m) add_inplace(y + m * l->w.rows, l->bias.data(), l->w.rows);
   for (int64_t m = 0; m < M; ++m) {
     float* qm = &s.q[static_cast<size_t>(m * Hq * D)];
     float* km = &s.k[static_cast<size_t>(m * Hkv * D)];
@@ -128,8 +129,7 @@ void self_attention(float* out, const float* xn, int64_t M, const LayerWeights& 
 }
 
 void swiglu_mlp(float* out, const float* xn, int64_t M, const LayerWeights& w, LayerScratch& s) {
-  project(s.gate.data(), xn, M, w.gate);
-  project(s.up.data(), xn, M, w.up);
+  matmul_group({{s.gate.data(), w.gate.w}, {s.up.data(), w.up.w}}, xn, M, thread_pool());
   silu_mul(s.gate.data(), s.up.data(), M * w.gate.w.rows);
   project(out, s.gate.data(), M, w.down);
 }

@@ -78,6 +78,37 @@ INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulTest,
                                   std::string(dtype_name(std::get<1>(info.param)));
                          });
 
+TEST_P(MatmulTest, GroupAndStridedRowsMatchSeparateMatmuls) {
+  const auto [isa, dtype] = GetParam();
+  set_active_isa(isa);
+  if (active_isa() != isa) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
+  std::mt19937 rng(99);
+  ThreadPool pool(2);
+  const int64_t M = 5, K = 72;
+  std::vector<float> x(static_cast<size_t>(M * K));
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : x) v = dist(rng);
+  // q/k/v-like outputs of different heights in one pass, each equal to its own matmul.
+  Weights a = random_weights(dtype, 40, K, rng), b = random_weights(dtype, 7, K, rng), c = random_weights(dtype, 33, K, rng);
+  std::vector<float> ya(40 * M), yb(7 * M), yc(33 * M), want(40 * M);
+  matmul_group({{ya.data(), a.matrix(dtype, 40, K)}, {yb.data(), b.matrix(dtype, 7, K)}, {yc.data(), c.matrix(dtype, 33, K)}},
+               x.data(), M, pool);
+  for (auto [got, w, n] : {std::tuple{&ya, &a, int64_t{40}}, {&yb, &b, int64_t{7}}, {&yc, &c, int64_t{33}}}) {
+    std::vector<float> single(static_cast<size_t>(n * M));
+    matmul(single.data(), x.data(), M, w->matrix(dtype, n, K), pool);
+    EXPECT_EQ(single, *got);
+  }
+  // A matrix whose rows are `stride` elements apart (the KV cache's transposed values) reads only `cols` of each.
+  if (dtype == DType::F32) {
+    WeightMatrix wide = a.matrix(dtype, 10, 2 * K);  // rows of 2K elements...
+    WeightMatrix strided{wide.data, dtype, 10, K, 2 * K};  // ...of which the first K are used
+    std::vector<float> got(10 * M), ref(10 * M);
+    matmul_serial(got.data(), x.data(), M, strided);
+    matmul_reference(ref.data(), x.data(), M, strided);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-3f);
+  }
+}
+
 TEST(Dtype, Bf16RoundsToNearestEven) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
   EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);  // exactly halfway, rounds to even (down)
