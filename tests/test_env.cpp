@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/error.h"
+
 namespace eaglet::test {
 
 namespace {
@@ -39,6 +41,15 @@ std::string read_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 void write_file(const std::string& path, const std::string& bytes) {

@@ -1,5 +1,6 @@
 #pragma once
 // Paths and helpers shared by the tests: where fixtures, shared models and the eaglet binary are.
+#include <functional>
 #include <string>
 
 namespace eaglet::test {
@@ -20,6 +21,8 @@ struct CommandResult {
 CommandResult run_command(const std::string& command_line);
 
 std::string read_file(const std::string& path);
+// The message of the eaglet::Error that f throws, or "(no error)".
+std::string error_of(const std::function<void()>& f);
 void write_file(const std::string& path, const std::string& bytes);
 
 }  // namespace eaglet::test

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "io/json_util.h"
 #include "io/tokenizer.h"
 #include "model/transformer.h"
 #include "util/error.h"
@@ -32,7 +33,7 @@ int run_perplexity(const PerplexityArgs& a) {
   Tokenizer tokenizer = Tokenizer::load(a.model);
   auto model = Transformer::load(a.model);
   const int64_t vocab = model->config().vocab_size;
-  const std::vector<int32_t> tokens = tokenizer.encode(read_text_file(a.file), /*add_bos=*/false);
+  const std::vector<int32_t> tokens = tokenizer.encode(read_file(a.file), /*add_bos=*/false);
   const size_t windows = tokens.size() / static_cast<size_t>(a.ctx);
   if (windows == 0)
     fail(a.file, ": has ", tokens.size(), " tokens, fewer than one window of --ctx ", a.ctx);

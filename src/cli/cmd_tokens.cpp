@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "io/json_util.h"
 #include "io/tokenizer.h"
 #include "util/error.h"
 
@@ -28,7 +29,7 @@ Command add_tokenize(CLI::App& app) {
   cmd->add_flag("--bos", a->bos, "Prepend the BOS token (when the tokenizer has one)");
   return [a, p, f] {
     if (p->count() == 0 && f->count() == 0) fail("tokenize: give -p TEXT or -f FILE");
-    const std::string text = f->count() ? read_text_file(a->file) : a->prompt;
+    const std::string text = f->count() ? read_file(a->file) : a->prompt;
     const auto ids = Tokenizer::load(a->model).encode(text, a->bos);
     std::cout << "[";
     for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? ", " : "") << ids[i];

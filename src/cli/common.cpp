@@ -7,14 +7,6 @@
 
 namespace eaglet::cli {
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::vector<int> parse_int_list(const std::string& text, const std::string& flag) {
   std::vector<int> out;
   std::stringstream ss(text);

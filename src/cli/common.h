@@ -6,7 +6,6 @@
 
 namespace eaglet::cli {
 
-std::string read_text_file(const std::string& path);
 std::vector<int> parse_int_list(const std::string& text, const std::string& flag);  // "1,2,3"
 
 class Timer {

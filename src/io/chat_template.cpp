@@ -7,6 +7,7 @@
 
 #include "io/tokenizer_json.h"
 #include "io/unicode_utf8.h"
+#include "io/json_util.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -17,14 +18,6 @@ struct Template {
   std::string source;  // the file it came from, for messages
 };
 
-std::string read_text(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail(file, ": cannot read the file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 [[noreturn]] void no_template(const std::string& model_dir, const std::string& why) {
   fail(model_dir, ": ", why, "; eaglet supports only the Llama-3, ChatML and Llama-2 chat formats (no Jinja engine "
        "yet)");
@@ -33,7 +26,7 @@ std::string read_text(const std::string& file) {
 Template load_template(const std::string& model_dir) {
   const std::filesystem::path dir(model_dir);
   const std::string jinja = (dir / "chat_template.jinja").string();
-  if (std::filesystem::exists(jinja)) return {read_text(jinja), jinja};
+  if (std::filesystem::exists(jinja)) return {read_file(jinja), jinja};
   const std::string config_file = (dir / "tokenizer_config.json").string();
   if (!std::filesystem::exists(config_file)) {
     no_template(model_dir, "no chat template (neither chat_template.jinja nor tokenizer_config.json)");

@@ -7,13 +7,18 @@
 
 namespace eaglet {
 
-nlohmann::json read_json_file(const std::string& path) {
+std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot open");
   std::stringstream ss;
   ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  const std::string text = read_file(path);
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     fail(path, ": not valid JSON (", e.what(), ")");
   }

@@ -1,10 +1,11 @@
 #pragma once
-// Reading JSON files with errors that name the file and the key.
+// Reading files, and JSON fields with errors that name the file and the key.
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace eaglet {
 
+std::string read_file(const std::string& path);           // whole file; a missing file -> Error naming it
 nlohmann::json read_json_file(const std::string& path);  // missing file or bad JSON -> Error naming the file
 // j[key], or an Error "file: missing required field 'key'".
 const nlohmann::json& json_require(const nlohmann::json& j, const std::string& file, const std::string& key);

@@ -34,16 +34,6 @@ size_t trailing_space(std::string_view text) {
   return text.size() - end;
 }
 
-size_t leading_space(std::string_view text) {
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t next = pos;
-    if (!unicode::is_white_space(unicode::next_code_point(text, next))) break;
-    pos = next;
-  }
-  return pos;
-}
-
 // Splits text at added tokens and applies their lstrip/rstrip to the neighbouring text sections.
 std::vector<AddedTokenMatcher::Section> split_added(const TokenizerData& data, const AddedTokenMatcher& matcher,
                                                     std::string_view text) {
@@ -58,7 +48,7 @@ std::vector<AddedTokenMatcher::Section> split_added(const TokenizerData& data, c
     }
     if (token->rstrip && i + 1 < sections.size() && sections[i + 1].added_id < 0) {
       auto& after = sections[i + 1];
-      after.begin += leading_space(text.substr(after.begin, after.end - after.begin));
+      after.begin += white_space_prefix(text.substr(after.begin, after.end - after.begin));
     }
   }
   return sections;

@@ -31,18 +31,6 @@ std::string json_quoted(std::string_view text) {
   return nlohmann::json(std::string(text)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-nlohmann::json read_json_file(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) fail(file, ": cannot read the file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  try {
-    return nlohmann::json::parse(buffer.str());
-  } catch (const nlohmann::json::exception& e) {
-    fail(file, ": not valid JSON (", e.what(), ")");
-  }
-}
-
 std::string JsonField::child_path(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
 }

@@ -3,6 +3,8 @@
 // expected and what was found: `DIR/tokenizer.json: field "model.type": expected "BPE", found "WordPiece"`.
 #include <nlohmann/json.hpp>
 
+#include "io/json_util.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,7 +16,7 @@ namespace eaglet::tok {
 std::string json_quoted(std::string_view text);
 
 // Parses a JSON file; throws Error "FILE: not valid JSON (...)" or "FILE: cannot read".
-nlohmann::json read_json_file(const std::string& file);
+using eaglet::read_json_file;  // io/json_util.h
 
 class JsonField {
  public:

@@ -43,16 +43,6 @@ std::string replace_regex(const std::string& text, const Regex& pattern, std::st
   return out;
 }
 
-size_t white_space_prefix(std::string_view text) {
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t next = pos;
-    if (!unicode::is_white_space(unicode::next_code_point(text, next))) break;
-    pos = next;
-  }
-  return pos;
-}
-
 size_t white_space_suffix_start(std::string_view text) {
   size_t end = text.size();
   while (end > 0) {
@@ -137,6 +127,17 @@ std::vector<std::string> apply_metaspace(const PreTokenizerStep& step, std::vect
 }
 
 }  // namespace
+
+size_t white_space_prefix(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t next = pos;
+    if (!unicode::is_white_space(unicode::next_code_point(text, next))) break;
+    pos = next;
+  }
+  return pos;
+}
+
 
 const std::array<std::string, 256>& byte_to_unicode() {
   static const std::array<std::string, 256> table = [] {

@@ -65,4 +65,7 @@ class PreTokenizer {
 // The GPT-2 pre-tokenizer pattern that ByteLevel(use_regex: true) applies.
 const Regex& gpt2_regex();
 
+// Bytes of leading Unicode white space.
+size_t white_space_prefix(std::string_view text);
+
 }  // namespace eaglet::tok

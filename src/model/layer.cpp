@@ -6,16 +6,10 @@
 #include <limits>
 
 #include "kernels/ops.h"
+#include "util/buffer.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
-
-namespace {
-template <typename T>
-void grow(std::vector<T>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-}
-}  // namespace
 
 WeightMatrix as_matrix(const TensorView* t) {
   if (t == nullptr) return {};

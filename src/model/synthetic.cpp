@@ -40,6 +40,26 @@ void fill(std::vector<uint16_t>& out, size_t n, DType dtype, float scale, uint64
   }
 }
 
+// Random tensors in one dtype, kept alive until written.
+struct TensorBuilder {
+  DType dtype;
+  uint64_t state;
+  std::vector<std::vector<uint16_t>> storage;
+  std::vector<TensorToWrite> tensors;
+
+  // scale 0: a norm weight of ones.
+  void add(const std::string& name, std::vector<int64_t> shape, float scale) {
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    auto& data = storage.emplace_back();
+    if (scale == 0.0f) data.assign(n, dtype == DType::BF16 ? f32_to_bf16(1.0f) : f32_to_f16(1.0f));
+    else fill(data, n, dtype, scale, state);
+    tensors.push_back({name, dtype, std::move(shape), data.data()});
+  }
+};
+
+float init_scale(int64_t fan_in) { return 1.7f / std::sqrt(static_cast<float>(fan_in)); }
+
 }  // namespace
 
 int64_t ensure_synthetic_model(const std::string& dir, const SyntheticShape& s, DType dtype, uint64_t seed) {
@@ -53,35 +73,24 @@ int64_t ensure_synthetic_model(const std::string& dir, const SyntheticShape& s, 
   if (fs::exists(config_path) && fs::exists(weights_path) && read_json_file(config_path.string()) == config)
     return decode_bytes;
   fs::create_directories(dir);
-  std::vector<std::vector<uint16_t>> storage;
-  std::vector<TensorToWrite> tensors;
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  auto add = [&](const std::string& name, std::vector<int64_t> shape, float scale, bool ones = false) {
-    size_t n = 1;
-    for (int64_t d : shape) n *= static_cast<size_t>(d);
-    storage.emplace_back();
-    if (ones) storage.back().assign(n, dtype == DType::BF16 ? f32_to_bf16(1.0f) : f32_to_f16(1.0f));
-    else fill(storage.back(), n, dtype, scale, state);
-    tensors.push_back({name, dtype, std::move(shape), storage.back().data()});
-  };
-  storage.reserve(static_cast<size_t>(s.layers * 11 + 3));
-  add("model.embed_tokens.weight", {s.vocab, H}, 1.0f);
+  TensorBuilder b{dtype, seed * 0x9E3779B97F4A7C15ull + 1, {}, {}};
+  b.storage.reserve(static_cast<size_t>(s.layers * 11 + 3));  // tensors point into storage: no reallocation
+  b.add("model.embed_tokens.weight", {s.vocab, H}, 1.0f);
   for (int64_t i = 0; i < s.layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    const float in_scale = 1.7f / std::sqrt(static_cast<float>(H));
-    add(p + "input_layernorm.weight", {H}, 0, true);
-    add(p + "self_attn.q_proj.weight", {q, H}, in_scale);
-    add(p + "self_attn.k_proj.weight", {kv, H}, in_scale);
-    add(p + "self_attn.v_proj.weight", {kv, H}, in_scale);
-    add(p + "self_attn.o_proj.weight", {H, q}, 1.7f / std::sqrt(static_cast<float>(q)));
-    add(p + "post_attention_layernorm.weight", {H}, 0, true);
-    add(p + "mlp.gate_proj.weight", {I, H}, in_scale);
-    add(p + "mlp.up_proj.weight", {I, H}, in_scale);
-    add(p + "mlp.down_proj.weight", {H, I}, 1.7f / std::sqrt(static_cast<float>(I)));
+    b.add(p + "input_layernorm.weight", {H}, 0);
+    b.add(p + "self_attn.q_proj.weight", {q, H}, init_scale(H));
+    b.add(p + "self_attn.k_proj.weight", {kv, H}, init_scale(H));
+    b.add(p + "self_attn.v_proj.weight", {kv, H}, init_scale(H));
+    b.add(p + "self_attn.o_proj.weight", {H, q}, init_scale(q));
+    b.add(p + "post_attention_layernorm.weight", {H}, 0);
+    b.add(p + "mlp.gate_proj.weight", {I, H}, init_scale(H));
+    b.add(p + "mlp.up_proj.weight", {I, H}, init_scale(H));
+    b.add(p + "mlp.down_proj.weight", {H, I}, init_scale(I));
   }
-  add("model.norm.weight", {H}, 0, true);
-  if (!s.tied) add("lm_head.weight", {s.vocab, H}, 1.7f / std::sqrt(static_cast<float>(H)));
-  write_safetensors(weights_path.string(), tensors);
+  b.add("model.norm.weight", {H}, 0);
+  if (!s.tied) b.add("lm_head.weight", {s.vocab, H}, init_scale(H));
+  write_safetensors(weights_path.string(), b.tensors);
   std::ofstream(config_path) << config.dump(2) << "\n";
   return decode_bytes;
 }
@@ -103,32 +112,21 @@ int64_t ensure_synthetic_drafter(const std::string& dir, const SyntheticShape& t
     return step_bytes;
   if (draft_vocab <= 0 || draft_vocab > t.vocab) fail("synthetic drafter: draft vocab must be in [1, target vocab]");
   fs::create_directories(dir);
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 7;
-  std::vector<std::vector<uint16_t>> storage;
-  storage.reserve(16);
-  std::vector<TensorToWrite> tensors;
-  auto add = [&](const std::string& name, std::vector<int64_t> shape, float scale, bool ones = false) {
-    size_t n = 1;
-    for (int64_t d : shape) n *= static_cast<size_t>(d);
-    storage.emplace_back();
-    if (ones) storage.back().assign(n, dtype == DType::BF16 ? f32_to_bf16(1.0f) : f32_to_f16(1.0f));
-    else fill(storage.back(), n, dtype, scale, state);
-    tensors.push_back({name, dtype, std::move(shape), storage.back().data()});
-  };
-  const float s2h = 1.7f / std::sqrt(static_cast<float>(2 * H)), sh = 1.7f / std::sqrt(static_cast<float>(H));
-  add("fc.weight", {H, 3 * H}, 1.7f / std::sqrt(static_cast<float>(3 * H)));
-  add("midlayer.input_layernorm.weight", {H}, 0, true);
-  add("midlayer.hidden_norm.weight", {H}, 0, true);
-  add("midlayer.self_attn.q_proj.weight", {q, 2 * H}, s2h);
-  add("midlayer.self_attn.k_proj.weight", {kv, 2 * H}, s2h);
-  add("midlayer.self_attn.v_proj.weight", {kv, 2 * H}, s2h);
-  add("midlayer.self_attn.o_proj.weight", {H, q}, 1.7f / std::sqrt(static_cast<float>(q)));
-  add("midlayer.post_attention_layernorm.weight", {H}, 0, true);
-  add("midlayer.mlp.gate_proj.weight", {I, H}, sh);
-  add("midlayer.mlp.up_proj.weight", {I, H}, sh);
-  add("midlayer.mlp.down_proj.weight", {H, I}, 1.7f / std::sqrt(static_cast<float>(I)));
-  add("norm.weight", {H}, 0, true);
-  add("lm_head.weight", {draft_vocab, H}, sh);
+  TensorBuilder b{dtype, seed * 0x9E3779B97F4A7C15ull + 7, {}, {}};
+  b.storage.reserve(16);
+  b.add("fc.weight", {H, 3 * H}, init_scale(3 * H));
+  b.add("midlayer.input_layernorm.weight", {H}, 0);
+  b.add("midlayer.hidden_norm.weight", {H}, 0);
+  b.add("midlayer.self_attn.q_proj.weight", {q, 2 * H}, init_scale(2 * H));
+  b.add("midlayer.self_attn.k_proj.weight", {kv, 2 * H}, init_scale(2 * H));
+  b.add("midlayer.self_attn.v_proj.weight", {kv, 2 * H}, init_scale(2 * H));
+  b.add("midlayer.self_attn.o_proj.weight", {H, q}, init_scale(q));
+  b.add("midlayer.post_attention_layernorm.weight", {H}, 0);
+  b.add("midlayer.mlp.gate_proj.weight", {I, H}, init_scale(H));
+  b.add("midlayer.mlp.up_proj.weight", {I, H}, init_scale(H));
+  b.add("midlayer.mlp.down_proj.weight", {H, I}, init_scale(I));
+  b.add("norm.weight", {H}, 0);
+  b.add("lm_head.weight", {draft_vocab, H}, init_scale(H));
   // The draft vocabulary: every (vocab / draft_vocab)-th target id, as offsets.
   std::vector<int64_t> d2t(static_cast<size_t>(draft_vocab));
   std::vector<uint8_t> t2d(static_cast<size_t>(t.vocab), 0);
@@ -137,9 +135,9 @@ int64_t ensure_synthetic_drafter(const std::string& dir, const SyntheticShape& t
     d2t[static_cast<size_t>(i)] = target - i;
     t2d[static_cast<size_t>(target)] = 1;
   }
-  tensors.push_back({"d2t", DType::I64, {draft_vocab}, d2t.data()});
-  tensors.push_back({"t2d", DType::BOOL, {t.vocab}, t2d.data()});
-  write_safetensors(weights_path.string(), tensors);
+  b.tensors.push_back({"d2t", DType::I64, {draft_vocab}, d2t.data()});
+  b.tensors.push_back({"t2d", DType::BOOL, {t.vocab}, t2d.data()});
+  write_safetensors(weights_path.string(), b.tensors);
   std::ofstream(config_path) << config.dump(2) << "\n";
   return step_bytes;
 }

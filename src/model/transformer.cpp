@@ -6,19 +6,11 @@
 #include <limits>
 
 #include "kernels/ops.h"
+#include "util/buffer.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
-
-namespace {
-
-template <typename T>
-void grow(std::vector<T>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-}
-
-}  // namespace
 
 std::unique_ptr<Transformer> Transformer::load(const std::string& model_dir, const LoadOptions& options) {
   std::unique_ptr<Transformer> t(new Transformer());

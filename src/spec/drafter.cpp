@@ -5,17 +5,13 @@
 
 #include "kernels/ops.h"
 #include "model/transformer.h"
+#include "util/buffer.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
 
 namespace {
-
-template <typename T>
-void grow(std::vector<T>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-}
 
 bool has_prefix(const Checkpoint& c, const std::string& prefix) {
   for (const auto& [name, t] : c.all())

@@ -41,14 +41,7 @@ void replace_header(const std::string& path, const std::string& header) {
   write_file(path, out + header + data);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 TEST(Safetensors, RoundTripsTensorsAndMetadata) {
   const auto path = make_file(temp_dir("st_roundtrip"));

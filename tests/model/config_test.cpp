@@ -21,14 +21,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using json = nlohmann::json;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 // A copy of a tiny model whose config.json has been edited.
 std::string edited_model(const std::string& name, const std::function<void(json&)>& edit,
