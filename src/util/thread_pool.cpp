@@ -27,17 +27,17 @@ void ThreadPool::worker_loop(int index) {
     seen = generation_;
     while (next_chunk_ < job_chunks_) {
       const size_t chunk = next_chunk_++;
-      const auto* job = job_;
+      const Job job = job_;
       const size_t n = job_n_, chunks = job_chunks_;
       lock.unlock();
-      (*job)(chunk * n / chunks, (chunk + 1) * n / chunks, index);
+      job(chunk * n / chunks, (chunk + 1) * n / chunks, index);
       lock.lock();
       if (++finished_chunks_ == job_chunks_) done_.notify_all();
     }
   }
 }
 
-void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t, int)>& fn, size_t grain) {
+void ThreadPool::run(Job fn, size_t n, size_t grain) {
   if (n == 0) return;
   size_t chunks = std::min<size_t>(static_cast<size_t>(num_threads_), (n + grain - 1) / std::max<size_t>(grain, 1));
   if (chunks <= 1) {
@@ -45,7 +45,7 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t,
     return;
   }
   std::unique_lock<std::mutex> lock(mutex_);
-  job_ = &fn;
+  job_ = fn;
   job_n_ = n;
   job_chunks_ = chunks;
   next_chunk_ = 1;  // chunk 0 is the caller's
@@ -64,7 +64,7 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t,
     ++finished_chunks_;
   }
   done_.wait(lock, [&] { return finished_chunks_ == job_chunks_; });
-  job_ = nullptr;
+  job_ = {nullptr, nullptr};
 }
 
 namespace {
