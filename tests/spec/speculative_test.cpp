@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -115,6 +116,58 @@ TEST(Acceptance, ExactDrafterReachesStepsPlusOneRandomDrafterAboutOne) {
   std::printf("[acceptance] exact drafter on nearecho chain(4): %s\n", partial.summary().c_str());
   EXPECT_GT(partial.accept_length(), 1.3);
   EXPECT_LT(partial.accept_length(), 4.8);
+}
+
+// The drafted tree respects the budget and depth, parents come before children, siblings are distinct, and the
+// drafter cache is left exactly as it was.
+TEST(DraftTree, ShapeAndCacheInvariants) {
+  auto target = Transformer::load(fixture("tiny/llama_fp32"));
+  auto drafter = Drafter::load(fixture("drafters/eagle_official"), *target, {});
+  std::mt19937 rng(5);
+  const auto prompt = random_prompt(rng, 12, target->config().vocab_size);
+  target->set_aux_layers(drafter->aux_layers());
+  KVCache tcache = target->make_cache(64);
+  target->forward(tcache, {.tokens = prompt});
+  const std::vector<float> aux(target->aux_hidden().begin(), target->aux_hidden().end());
+  std::vector<int32_t> pairs(prompt.begin() + 1, prompt.end());
+  pairs.push_back(7);
+  std::vector<int32_t> positions(pairs.size());
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int32_t>(i);
+  KVCache dcache = drafter->make_cache(128);
+  drafter->forward(dcache, pairs, aux.data(), Drafter::Input::TargetAux, positions, {}, false);
+  dcache.commit_all();
+  const int64_t H = drafter->config().hidden_size, Vd = drafter->config().draft_vocab_size;
+  DraftRoot root{{drafter->logits_row(0), drafter->logits_row(0) + Vd},
+                 {drafter->h_next_row(static_cast<int64_t>(pairs.size()) - 1), drafter->h_next_row(static_cast<int64_t>(pairs.size()) - 1) + H},
+                 static_cast<int32_t>(pairs.size()) - 1};
+  SamplingParams sp;
+  sp.temperature = 0.8f;
+  Sampler sampler(sp);
+  for (const DraftParams& p : {DraftParams{5, 4, 8}, DraftParams{3, 1, 4}, DraftParams{4, 3, 20}, DraftParams{2, 8, 64}}) {
+    for (bool sampled : {false, true}) {
+      const DraftTree tree = draft_tree(*drafter, dcache, 7, root, p, sampled ? &sp : nullptr, &sampler);
+      EXPECT_EQ(dcache.size(), static_cast<int64_t>(pairs.size()));
+      EXPECT_LE(static_cast<int>(tree.nodes.size()), p.num_draft_tokens);
+      EXPECT_LE(tree.max_depth(), p.num_steps);
+      if (!sampled) EXPECT_EQ(static_cast<int>(tree.nodes.size()), std::min(p.num_draft_tokens, 1 + p.topk * p.num_steps * p.topk));
+      for (size_t i = 1; i < tree.nodes.size(); ++i) {
+        const DraftNode& n = tree.nodes[i];
+        ASSERT_LT(n.parent, static_cast<int>(i));
+        EXPECT_EQ(n.depth, tree.nodes[static_cast<size_t>(n.parent)].depth + 1);
+        EXPECT_LE(n.score, tree.nodes[static_cast<size_t>(n.parent)].score + 1e-9);
+      }
+      for (size_t i = 0; i < tree.nodes.size(); ++i) {
+        std::vector<int32_t> tokens;
+        for (int c : tree.children(static_cast<int>(i))) tokens.push_back(tree.nodes[static_cast<size_t>(c)].token);
+        std::sort(tokens.begin(), tokens.end());
+        EXPECT_EQ(std::adjacent_find(tokens.begin(), tokens.end()), tokens.end()) << "siblings must differ";
+        if (sampled && !tokens.empty()) {
+          ASSERT_EQ(tree.child_q[i].size(), static_cast<size_t>(target->config().vocab_size));
+          for (int32_t t : tokens) EXPECT_GT(tree.child_q[i][static_cast<size_t>(t)], 0.0f);
+        }
+      }
+    }
+  }
 }
 
 TEST(Acceptance, StatsFollowSGLangDefinitions) {
