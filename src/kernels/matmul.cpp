@@ -64,6 +64,24 @@ void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) {
   rows_function()(y, x, M, w, 0, w.rows);
 }
 
+void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      float s = 0.0f;
+      for (int64_t k = 0; k < K; ++k) s += x[m * K + k] * b[k * ldb + n];
+      y[m * N + n] = s;
+    }
+}
+
+void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
+  switch (active_isa()) {
+    case Isa::Avx512Bf16:
+    case Isa::Avx512: detail::gemm_nn_avx512(y, x, M, b, K, N, ldb); return;
+    case Isa::Avx2: detail::gemm_nn_avx2(y, x, M, b, K, N, ldb); return;
+    case Isa::Scalar: gemm_nn_reference(y, x, M, b, K, N, ldb); return;
+  }
+}
+
 void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, int64_t M, ThreadPool& pool) {
   constexpr int64_t kBlock = 16;  // output rows per work item: each thread streams a contiguous part of W
   // Work items over the concatenated rows of all outputs; bf16 weights on the BF16 path share one bf16 copy of x.

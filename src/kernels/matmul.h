@@ -35,6 +35,11 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
 // The same on the calling thread only (for callers that parallelise around it, e.g. attention over heads).
 void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w);
 
+// y[M, N] = x[M, K] · B[K, N], fp32, B row-major with row stride ldb, on the calling thread (attention scores against
+// keys stored transposed).
+void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb);
+void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb);
+
 // Plain C++ loops, the reference the vector kernels are tested against.
 void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w);
 
@@ -50,6 +55,8 @@ void matmul_rows_scalar(float* y, const float* x, int64_t M, const WeightMatrix&
 void matmul_rows_avx512bf16(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
                             int64_t n1);
 void convert_to_bf16_padded(uint16_t* out, const float* x, int64_t M, int64_t K, int64_t kp);
+void gemm_nn_avx512(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb);
+void gemm_nn_avx2(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb);
 }  // namespace detail
 
 }  // namespace eaglet

@@ -25,6 +25,8 @@ struct Avx2 {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
   static V load_f16(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
+  static V set1(float v) { return _mm256_set1_ps(v); }
+  static void storeu(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V fma(V a, V b, V acc) { return _mm256_fmadd_ps(a, b, acc); }
   static float sum(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -37,6 +39,10 @@ struct Avx2 {
 
 void matmul_rows_avx2(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
   matmul_rows_simd<Avx2>(y, x, M, w, n0, n1);
+}
+
+void gemm_nn_avx2(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
+  gemm_nn_simd<Avx2>(y, x, M, b, K, N, ldb);
 }
 
 }  // namespace eaglet::detail

@@ -28,6 +28,8 @@ struct Avx512 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
   }
   static V load_f16(const void* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
+  static V set1(float v) { return _mm512_set1_ps(v); }
+  static void storeu(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V fma(V a, V b, V acc) { return _mm512_fmadd_ps(a, b, acc); }
   static float sum(V v) { return _mm512_reduce_add_ps(v); }
 };
@@ -35,6 +37,10 @@ struct Avx512 {
 
 void matmul_rows_avx512(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
   matmul_rows_simd<Avx512>(y, x, M, w, n0, n1);
+}
+
+void gemm_nn_avx512(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
+  gemm_nn_simd<Avx512>(y, x, M, b, K, N, ldb);
 }
 
 }  // namespace eaglet::detail

@@ -73,4 +73,45 @@ void matmul_rows_simd(float* y, const float* x, int64_t M, const WeightMatrix& w
   }
 }
 
+// y[M, N] = x[M, K] · B[K, N] (B row-major with row stride ldb): vectorised along N with broadcasts of x, so no
+// horizontal sums (attention scores against keys stored transposed). Tiles of 4 rows x 4 vectors.
+template <class S, int MR, int NV>
+void gemm_nn_tile(float* y, const float* x, int64_t K, int64_t N, const float* b, int64_t ldb, int64_t m, int64_t n) {
+  using V = typename S::V;
+  V acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NV; ++j) acc[i][j] = S::zero();
+  for (int64_t k = 0; k < K; ++k) {
+    V bv[NV];
+    for (int j = 0; j < NV; ++j) bv[j] = S::loadu(b + k * ldb + n + j * S::kLanes);
+    for (int i = 0; i < MR; ++i) {
+      const V xv = S::set1(x[(m + i) * K + k]);
+      for (int j = 0; j < NV; ++j) acc[i][j] = S::fma(xv, bv[j], acc[i][j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NV; ++j) S::storeu(y + (m + i) * N + n + j * S::kLanes, acc[i][j]);
+}
+
+template <class S, int MR>
+void gemm_nn_rows(float* y, const float* x, int64_t K, int64_t N, const float* b, int64_t ldb, int64_t m) {
+  constexpr int64_t L = S::kLanes;
+  int64_t n = 0;
+  for (; n + 4 * L <= N; n += 4 * L) gemm_nn_tile<S, MR, 4>(y, x, K, N, b, ldb, m, n);
+  for (; n + L <= N; n += L) gemm_nn_tile<S, MR, 1>(y, x, K, N, b, ldb, m, n);
+  for (; n < N; ++n)  // columns past the last full vector
+    for (int i = 0; i < MR; ++i) {
+      float s = 0.0f;
+      for (int64_t k = 0; k < K; ++k) s += x[(m + i) * K + k] * b[k * ldb + n];
+      y[(m + i) * N + n] = s;
+    }
+}
+
+template <class S>
+void gemm_nn_simd(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
+  int64_t m = 0;
+  for (; m + 4 <= M; m += 4) gemm_nn_rows<S, 4>(y, x, K, N, b, ldb, m);
+  for (; m < M; ++m) gemm_nn_rows<S, 1>(y, x, K, N, b, ldb, m);
+}
+
 }  // namespace eaglet::detail

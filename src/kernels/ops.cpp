@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu_features.h"
+
 namespace eaglet {
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
@@ -41,7 +43,7 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   }
 }
 
-void softmax(float* x, int64_t n) {
+void softmax_reference(float* x, int64_t n) {
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
   if (max == -std::numeric_limits<float>::infinity()) {
@@ -55,6 +57,11 @@ void softmax(float* x, int64_t n) {
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void softmax(float* x, int64_t n) {
+  if (active_isa() >= Isa::Avx512) detail::softmax_avx512(x, n);
+  else softmax_reference(x, n);
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

@@ -17,9 +17,12 @@ KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t head_dim, int
 void KVCache::write(int64_t layer, int64_t slot, const float* k, const float* v) {
   const int64_t D = head_dim_;
   for (int64_t h = 0; h < kv_heads_; ++h) {
-    std::memcpy(&k_[head_offset(layer, h) + static_cast<size_t>(slot * D)], k + h * D, static_cast<size_t>(D) * sizeof(float));
+    float* kt = &k_[head_offset(layer, h)];
     float* vt = &v_[head_offset(layer, h)];
-    for (int64_t d = 0; d < D; ++d) vt[d * capacity_ + slot] = v[h * D + d];
+    for (int64_t d = 0; d < D; ++d) {
+      kt[d * capacity_ + slot] = k[h * D + d];
+      vt[d * capacity_ + slot] = v[h * D + d];
+    }
   }
 }
 
@@ -27,10 +30,12 @@ void KVCache::move_slot(int64_t from, int64_t to) {
   const int64_t D = head_dim_;
   for (int64_t l = 0; l < layers_; ++l)
     for (int64_t h = 0; h < kv_heads_; ++h) {
-      float* k = &k_[head_offset(l, h)];
-      std::memcpy(k + to * D, k + from * D, static_cast<size_t>(D) * sizeof(float));
+      float* kt = &k_[head_offset(l, h)];
       float* vt = &v_[head_offset(l, h)];
-      for (int64_t d = 0; d < D; ++d) vt[d * capacity_ + to] = vt[d * capacity_ + from];
+      for (int64_t d = 0; d < D; ++d) {
+        kt[d * capacity_ + to] = kt[d * capacity_ + from];
+        vt[d * capacity_ + to] = vt[d * capacity_ + from];
+      }
     }
   positions_[static_cast<size_t>(to)] = positions_[static_cast<size_t>(from)];
 }

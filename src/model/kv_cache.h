@@ -2,8 +2,8 @@
 // Keys (after RoPE) and values of every layer, fp32, one slot per token. A forward writes its M new tokens into
 // the slots after the committed ones; they stay pending until the caller keeps all of them (prefill, decode), a
 // chosen path of them (tree verification), or none.
-// Layout, per layer and KV head: keys [capacity, head_dim] and values transposed [head_dim, capacity], so that
-// scores = Q·Kᵀ and out = P·V are both plain matmuls over contiguous rows.
+// Layout, per layer and KV head: keys and values both transposed, [head_dim, capacity], so that scores = Q·Kᵀ is
+// vectorised along the cache (no horizontal sums per score) and out = P·V is a dot product per output element.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -22,7 +22,7 @@ class KVCache {
 
   // Stores one token's keys and values ([num_kv_heads * head_dim] each) in `slot`.
   void write(int64_t layer, int64_t slot, const float* k, const float* v);
-  const float* keys(int64_t layer, int64_t kv_head) const { return &k_[head_offset(layer, kv_head)]; }
+  const float* keys_t(int64_t layer, int64_t kv_head) const { return &k_[head_offset(layer, kv_head)]; }
   const float* values_t(int64_t layer, int64_t kv_head) const { return &v_[head_offset(layer, kv_head)]; }
   int64_t position(int64_t slot) const { return positions_[static_cast<size_t>(slot)]; }
 

@@ -72,16 +72,21 @@ void attend(const AttentionShape& a, const KVCache& cache, int64_t layer, int64_
         for (int64_t g = 0; g < group; ++g)
           std::memcpy(q + (m * group + g) * D, &s.q[static_cast<size_t>((m * Hq + static_cast<int64_t>(kvh) * group + g) * D)],
                       static_cast<size_t>(D) * sizeof(float));
-      matmul_serial(scores, q, rows, {cache.keys(layer, static_cast<int64_t>(kvh)), DType::F32, total, D});
+      gemm_nn_serial(scores, q, rows, cache.keys_t(layer, static_cast<int64_t>(kvh)), D, total, cache.capacity());
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t m = r / group, qpos = positions[static_cast<size_t>(m)];
         float* row = scores + r * total;
-        for (int64_t slot = 0; slot < total; ++slot) {
-          bool visible;
-          if (mask.mask.empty()) visible = slot - past <= m;  // committed entries, then causal in the batch
-          else visible = slot < first_masked || mask.mask[static_cast<size_t>(m * columns + slot - first_masked)] != 0;
-          if (visible && a.sliding_window > 0 && qpos - cache.position(slot) >= a.sliding_window) visible = false;
-          row[slot] = visible ? row[slot] * scale : neg_inf;
+        for (int64_t slot = 0; slot < total; ++slot) row[slot] *= scale;
+        if (mask.mask.empty() && a.sliding_window == 0) {
+          std::fill(row + past + m + 1, row + total, neg_inf);  // committed entries, then causal in the batch
+        } else {
+          for (int64_t slot = 0; slot < total; ++slot) {
+            bool visible;
+            if (mask.mask.empty()) visible = slot - past <= m;
+            else visible = slot < first_masked || mask.mask[static_cast<size_t>(m * columns + slot - first_masked)] != 0;
+            if (visible && a.sliding_window > 0 && qpos - cache.position(slot) >= a.sliding_window) visible = false;
+            if (!visible) row[slot] = neg_inf;
+          }
         }
         softmax(row, total);
       }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/ops.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
@@ -107,6 +108,52 @@ TEST_P(MatmulTest, GroupAndStridedRowsMatchSeparateMatmuls) {
     matmul_reference(ref.data(), x.data(), M, strided);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-3f);
   }
+}
+
+// Attention scores: y = x · B with B row-major and strided (keys stored transposed in the cache).
+TEST(GemmNN, EveryPathMatchesReference) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+    set_active_isa(isa);
+    if (active_isa() != isa) continue;
+    for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{1, 64, 2048}, {4, 64, 100}, {9, 16, 65}, {3, 8, 7}}) {
+      const int64_t ldb = N + 13;
+      std::vector<float> x(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * ldb));
+      for (float& v : x) v = dist(rng);
+      for (float& v : b) v = dist(rng);
+      std::vector<float> got(static_cast<size_t>(M * N)), want(static_cast<size_t>(M * N));
+      gemm_nn_serial(got.data(), x.data(), M, b.data(), K, N, ldb);
+      gemm_nn_reference(want.data(), x.data(), M, b.data(), K, N, ldb);
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f * std::sqrt(static_cast<float>(K))) << isa_name(isa);
+    }
+  }
+  set_active_isa(Isa::Avx512Bf16);
+}
+
+TEST(Softmax, VectorPathMatchesReference) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 4.0f);
+  for (int64_t n : {1, 5, 16, 17, 100, 2049}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = dist(rng);
+    if (n > 3) x[2] = -INFINITY;  // a masked entry
+    std::vector<float> a = x, b = x;
+    softmax(a.data(), n);
+    softmax_reference(b.data(), n);
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(a[static_cast<size_t>(i)], b[static_cast<size_t>(i)], 1e-6f * (1.0f + b[static_cast<size_t>(i)])) << n;
+      sum += a[static_cast<size_t>(i)];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+    if (n > 3) {
+      EXPECT_EQ(a[2], 0.0f);
+    }
+  }
+  std::vector<float> all_masked(20, -INFINITY);
+  softmax(all_masked.data(), 20);
+  for (float v : all_masked) EXPECT_EQ(v, 0.0f);
 }
 
 TEST(Dtype, Bf16RoundsToNearestEven) {

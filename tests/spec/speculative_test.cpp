@@ -149,7 +149,9 @@ TEST(DraftTree, ShapeAndCacheInvariants) {
       EXPECT_EQ(dcache.size(), static_cast<int64_t>(pairs.size()));
       EXPECT_LE(static_cast<int>(tree.nodes.size()), p.num_draft_tokens);
       EXPECT_LE(tree.max_depth(), p.num_steps);
-      if (!sampled) EXPECT_EQ(static_cast<int>(tree.nodes.size()), std::min(p.num_draft_tokens, 1 + p.topk * p.num_steps * p.topk));
+      if (!sampled) {
+        EXPECT_EQ(static_cast<int>(tree.nodes.size()), std::min(p.num_draft_tokens, 1 + p.topk * p.num_steps * p.topk));
+      }
       for (size_t i = 1; i < tree.nodes.size(); ++i) {
         const DraftNode& n = tree.nodes[i];
         ASSERT_LT(n.parent, static_cast<int>(i));
