@@ -37,7 +37,7 @@ std::string SpecStats::summary() const {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "\n  verifies %lld, drafted %lld, accepted %lld: draft acceptance %.1f%% (accepted / drafted), "
-                "mean %.2f accepted per verify\n  per-depth acceptance:",
+                "mean %.2f accepted per verify\n  per-depth acceptance (accepted at depth d / trees reaching d):",
                 static_cast<long long>(verifies), static_cast<long long>(drafted), static_cast<long long>(accepted),
                 100.0 * draft_acceptance(), verifies ? static_cast<double>(accepted) / verifies : 0.0);
   s += buf;
