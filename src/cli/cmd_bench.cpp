@@ -26,7 +26,8 @@ namespace eaglet::cli {
 namespace {
 
 struct BenchArgs {
-  bool plain = false, json = false, cost_curve = false, drafter_step = false;
+  bool plain = false, json = false, cost_curve = false, drafter_step = false, echo_pair = false;
+  float deviation = 0.0f;
   int draft_vocab = 32000;
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64}, contexts = {512, 2048};
   int repeats = 3;
@@ -256,16 +257,39 @@ void add(Totals& t, const GenerationResult& r) {
 }
 
 int run_speculative(const BenchArgs& a) {
-  if (a.model.empty() || a.prompts_file.empty()) fail("bench: speculative mode needs -m TARGET, -d DRAFTER and --prompts FILE");
   set_num_threads(a.bench_threads);
-  Tokenizer tokenizer = Tokenizer::load(a.model);
-  auto target = Transformer::load(a.model);
+  std::string target_dir = a.model, drafter_dir = a.drafter;
+  if (a.echo_pair) {
+    if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+    const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
+    char dev[32];
+    std::snprintf(dev, sizeof dev, "%g", a.deviation);
+    const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + "-echo-" + dev;
+    std::fprintf(stderr, "bench: synthetic pair %s (bigram target of %s shape, drafter built to match it)\n",
+                 dir.c_str(), shape.name.c_str());
+    ensure_echo_pair(dir, shape, a.draft_vocab, a.deviation);
+    target_dir = dir + "/target";
+    drafter_dir = dir + "/drafter";
+  } else if (a.model.empty() || a.prompts_file.empty()) {
+    fail("bench: speculative mode needs -m TARGET, -d DRAFTER and --prompts FILE (or --echo-pair)");
+  }
+  auto target = Transformer::load(target_dir);
   std::optional<AuxConvention> conv;
   if (!a.aux_convention.empty()) conv = a.aux_convention == "output" ? AuxConvention::Output : AuxConvention::Input;
-  auto drafter = Drafter::load(a.drafter, *target, {.aux_convention = conv});
+  auto drafter = Drafter::load(drafter_dir, *target, {.aux_convention = conv});
   std::fprintf(stderr, "%s\n", drafter->describe().c_str());
   std::vector<std::vector<int32_t>> prompts;
-  for (const auto& p : read_prompts(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
+  if (a.echo_pair) {  // no tokenizer: random token prompts
+    std::mt19937 rng(21);
+    for (int i = 0; i < (a.num_prompts > 0 ? a.num_prompts : 4); ++i) {
+      std::vector<int32_t> p(static_cast<size_t>(a.prompt_tokens));
+      for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(target->config().vocab_size));
+      prompts.push_back(std::move(p));
+    }
+  } else {
+    Tokenizer tokenizer = Tokenizer::load(target_dir);
+    for (const auto& p : read_prompts(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
+  }
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
 
   Totals plain;
@@ -300,7 +324,7 @@ int run_speculative(const BenchArgs& a) {
     }
   }
   if (a.json) {
-    nlohmann::json j = {{"target", a.model}, {"drafter", a.drafter}, {"prompts", prompts.size()},
+    nlohmann::json j = {{"target", target_dir}, {"drafter", drafter_dir}, {"prompts", prompts.size()},
                         {"max_tokens", a.max_tokens}, {"threads", thread_pool().size()},
                         {"temperature", a.sampling.temperature},
                         {"plain", {{"tokens", plain.tokens}, {"decode_tok_s", plain.tok_s()}}}};
@@ -318,8 +342,8 @@ int run_speculative(const BenchArgs& a) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("target %s, drafter %s, %zu prompts x %d tokens, %d threads, temperature %.2f\n", a.model.c_str(),
-              a.drafter.c_str(), prompts.size(), a.max_tokens, thread_pool().size(), a.sampling.temperature);
+  std::printf("target %s, drafter %s, %zu prompts x %d tokens, %d threads, temperature %.2f\n", target_dir.c_str(),
+              drafter_dir.c_str(), prompts.size(), a.max_tokens, thread_pool().size(), a.sampling.temperature);
   std::printf("| setting (steps/topk/tokens) | verify | decode tok/s | speedup | accept len | accept rate | "
               "draft acceptance | per-depth acceptance | same output as plain |\n|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| plain | - | %.1f | 1.00x | - | - | - | - | - |\n", plain.tok_s());
@@ -355,7 +379,7 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("-m,--model", a->model, "Target model folder (--plain: default a synthetic model of --shape)");
   cmd->add_option("--shape", a->shape, "Synthetic model shape for --plain: 1b (Llama-3.2-1B) or 8b (Llama-3.1-8B)");
   cmd->add_option("--synthetic-dir", a->synthetic_dir, "Where synthetic models are written");
-  cmd->add_option("--prompt-tokens", a->prompt_tokens, "Prefill length (--plain)")->check(CLI::Range(8, 8192));
+  cmd->add_option("--prompt-tokens", a->prompt_tokens, "Prefill length (--plain, --echo-pair)")->check(CLI::Range(8, 8192));
   cmd->add_option("--decode-tokens", a->decode_tokens, "Decode steps (--plain)")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "Thread counts to measure (--plain), e.g. --threads 1,2")->delimiter(',');
   cmd->add_option("-d,--draft-model", a->drafter, "EAGLE-3 drafter: plain vs speculative over --prompts");
@@ -369,10 +393,15 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("-t", a->bench_threads, "Threads for the speculative benchmark (default: all cores)");
   cmd->add_option("--aux-layer-convention", a->aux_convention, "input or output (see generate)")
       ->check(CLI::IsMember({"input", "output"}));
+  cmd->add_flag("--echo-pair", a->echo_pair,
+                "Speculative benchmark on a synthetic pair of --shape: a bigram target and a drafter built to match it "
+                "(random prompts of --prompt-tokens)");
+  cmd->add_option("--deviation", a->deviation, "How far the echo target strays from its bigram map (0: never)")
+      ->check(CLI::Range(0.0, 10.0));
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
   return [a] {
     if (a->cost_curve) return run_cost_curve(*a);
-    if (!a->drafter.empty()) return run_speculative(*a);
+    if (!a->drafter.empty() || a->echo_pair) return run_speculative(*a);
     if (!a->plain) fail("bench: choose --plain, or -d DRAFTER --prompts FILE for speculative decoding");
     return run_plain(*a);
   };

@@ -1,5 +1,6 @@
 #include "model/synthetic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -47,6 +48,22 @@ struct TensorBuilder {
   std::vector<std::vector<uint16_t>> storage;
   std::vector<TensorToWrite> tensors;
 
+  // Element i of the flat tensor from value(i).
+  template <typename F>
+  void add_values(const std::string& name, std::vector<int64_t> shape, F value) {
+    size_t n = 1;
+    for (int64_t d : shape) n *= static_cast<size_t>(d);
+    auto& data = storage.emplace_back(n);
+    for (size_t i = 0; i < n; ++i) data[i] = dtype == DType::BF16 ? f32_to_bf16(value(i)) : f32_to_f16(value(i));
+    tensors.push_back({name, dtype, std::move(shape), data.data()});
+  }
+  float noise() {  // uniform in [-1, 1)
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return static_cast<float>(static_cast<int32_t>(state >> 32)) * (1.0f / 2147483648.0f);
+  }
+
   // scale 0: a norm weight of ones.
   void add(const std::string& name, std::vector<int64_t> shape, float scale) {
     size_t n = 1;
@@ -93,6 +110,103 @@ int64_t ensure_synthetic_model(const std::string& dir, const SyntheticShape& s, 
   write_safetensors(weights_path.string(), b.tensors);
   std::ofstream(config_path) << config.dump(2) << "\n";
   return decode_bytes;
+}
+
+void ensure_echo_pair(const std::string& dir, const SyntheticShape& t, int64_t requested_draft_vocab, float deviation) {
+  namespace fs = std::filesystem;
+  const int64_t H = t.hidden, I = t.intermediate, D = t.head_dim, q = t.heads * D, kv = t.kv_heads * D;
+  const int64_t V = t.vocab, group = t.heads / t.kv_heads;
+  if (requested_draft_vocab <= 0) fail("echo pair: the draft vocabulary must be positive");
+  const int64_t stride = std::max<int64_t>(1, V / requested_draft_vocab);  // draft ids: every stride-th target id
+  const int64_t draft_vocab = (V + stride - 1) / stride;
+  nlohmann::json target_config = config_json(t, DType::BF16);
+  target_config["tie_word_embeddings"] = false;
+  target_config["eaglet_synthetic"] = t.name + "-echo-target";
+  target_config["eaglet_echo_deviation"] = deviation;
+  const nlohmann::json layer = {{"model_type", "llama"}, {"vocab_size", V}, {"hidden_size", H}, {"intermediate_size", I},
+                                {"num_hidden_layers", 1}, {"num_attention_heads", t.heads},
+                                {"num_key_value_heads", t.kv_heads}, {"head_dim", D}, {"rms_norm_eps", 1e-5},
+                                {"rope_theta", 10000.0}, {"max_position_embeddings", 131072}};
+  const nlohmann::json drafter_config = {
+      {"architectures", {"Eagle3Speculator"}}, {"speculators_model_type", "eagle3"},
+      {"speculators_config", {{"algorithm", "eagle3"}}}, {"transformer_layer_config", layer},
+      {"draft_vocab_size", draft_vocab}, {"target_hidden_size", H}, {"norm_before_residual", true},
+      {"norm_before_fc", false}, {"fc_norm", false}, {"norm_output", false},
+      {"eaglet_synthetic", t.name + "-echo-drafter"}, {"eaglet_echo_deviation", deviation}};
+  const fs::path tdir = fs::path(dir) / "target", ddir = fs::path(dir) / "drafter";
+  auto up_to_date = [](const fs::path& d, const nlohmann::json& c) {
+    return fs::exists(d / "model.safetensors") && fs::exists(d / "config.json") &&
+           read_json_file((d / "config.json").string()) == c;
+  };
+  if (up_to_date(tdir, target_config) && up_to_date(ddir, drafter_config)) return;
+  fs::create_directories(tdir);
+  fs::create_directories(ddir);
+  const size_t Hs = static_cast<size_t>(H), kvs = static_cast<size_t>(kv);
+  {
+    TensorBuilder b{DType::BF16, 0x5eed1234ull, {}, {}};
+    // Embeddings and head rows only in the first kv dims: what the drafter's values can carry. Head rows outside
+    // the draft vocabulary are damped so that the bigram argmax is always a draft token.
+    b.add_values("model.embed_tokens.weight", {V, H}, [&](size_t i) { return i % Hs < kvs ? b.noise() : 0.0f; });
+    for (int64_t l = 0; l < t.layers; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      b.add(p + "input_layernorm.weight", {H}, 0);
+      b.add(p + "self_attn.q_proj.weight", {q, H}, init_scale(H));
+      b.add(p + "self_attn.k_proj.weight", {kv, H}, init_scale(H));
+      b.add(p + "self_attn.v_proj.weight", {kv, H}, init_scale(H));
+      b.add_values(p + "self_attn.o_proj.weight", {H, q}, [&](size_t) { return deviation * init_scale(q) * b.noise(); });
+      b.add(p + "post_attention_layernorm.weight", {H}, 0);
+      b.add(p + "mlp.gate_proj.weight", {I, H}, init_scale(H));
+      b.add(p + "mlp.up_proj.weight", {I, H}, init_scale(H));
+      b.add_values(p + "mlp.down_proj.weight", {H, I}, [&](size_t) { return deviation * init_scale(I) * b.noise(); });
+    }
+    b.add("model.norm.weight", {H}, 0);
+    b.add_values("lm_head.weight", {V, H}, [&](size_t i) {
+      const size_t token = i / Hs;
+      return i % Hs < kvs ? b.noise() * (token % static_cast<size_t>(stride) == 0 ? 1.0f : 0.3f) : 0.0f;
+    });
+    const TensorToWrite& head = b.tensors.back();
+    const auto* head_rows = static_cast<const uint16_t*>(head.data);
+    write_safetensors((tdir / "model.safetensors").string(), b.tensors);
+    std::ofstream(tdir / "config.json") << target_config.dump(2) << "\n";
+
+    TensorBuilder d{DType::BF16, 0x5eed5678ull, {}, {}};
+    const size_t two_h = static_cast<size_t>(2 * H), Ds = static_cast<size_t>(D), g = static_cast<size_t>(group);
+    const float s = 1.0f;  // q·k scale: a token's own key wins the softmax by a wide margin
+    d.add_values("fc.weight", {H, 3 * H}, [](size_t) { return 0.0f; });
+    d.add("layers.0.input_layernorm.weight", {H}, 0);
+    d.add_values("layers.0.hidden_norm.weight", {H}, [](size_t) { return 0.0f; });
+    d.add("layers.0.post_attention_layernorm.weight", {H}, 0);
+    // Query head j and its KV head h = j / group both read dims [h*D, (h+1)*D) of the normalised embedding.
+    d.add_values("layers.0.self_attn.q_proj.weight", {q, 2 * H}, [&](size_t i) {
+      const size_t row = i / two_h, col = i % two_h;
+      return col == (row / Ds / g) * Ds + row % Ds ? s : 0.0f;
+    });
+    d.add_values("layers.0.self_attn.k_proj.weight", {kv, 2 * H}, [&](size_t i) { return i / two_h == i % two_h ? s : 0.0f; });
+    d.add_values("layers.0.self_attn.v_proj.weight", {kv, 2 * H}, [&](size_t i) { return i / two_h == i % two_h ? 1.0f : 0.0f; });
+    // Output dims [h*D, (h+1)*D) = the mean of the group's query heads, each of which returned KV head h's value.
+    const size_t qs = static_cast<size_t>(q);
+    d.add_values("layers.0.self_attn.o_proj.weight", {H, q}, [&](size_t i) {
+      const size_t row = i / qs, col = i % qs;
+      return row < kvs && col % Ds == row % Ds && col / Ds / g == row / Ds ? 1.0f / static_cast<float>(group) : 0.0f;
+    });
+    d.add_values("layers.0.mlp.gate_proj.weight", {I, H}, [](size_t) { return 0.0f; });
+    d.add_values("layers.0.mlp.up_proj.weight", {I, H}, [](size_t) { return 0.0f; });
+    d.add_values("layers.0.mlp.down_proj.weight", {H, I}, [](size_t) { return 0.0f; });
+    d.add("norm.weight", {H}, 0);
+    d.add_values("lm_head.weight", {draft_vocab, H}, [&](size_t i) {
+      return bf16_to_f32(head_rows[(i / Hs) * static_cast<size_t>(stride) * Hs + i % Hs]);
+    });
+    std::vector<int64_t> d2t(static_cast<size_t>(draft_vocab));
+    std::vector<uint8_t> t2d(static_cast<size_t>(V), 0);
+    for (int64_t i = 0; i < draft_vocab; ++i) {
+      d2t[static_cast<size_t>(i)] = i * stride - i;
+      t2d[static_cast<size_t>(i * stride)] = 1;
+    }
+    d.tensors.push_back({"d2t", DType::I64, {draft_vocab}, d2t.data()});
+    d.tensors.push_back({"t2d", DType::BOOL, {V}, t2d.data()});
+    write_safetensors((ddir / "model.safetensors").string(), d.tensors);
+    std::ofstream(ddir / "config.json") << drafter_config.dump(2) << "\n";
+  }
 }
 
 int64_t ensure_synthetic_drafter(const std::string& dir, const SyntheticShape& t, int64_t draft_vocab, DType dtype,

@@ -27,4 +27,14 @@ int64_t ensure_synthetic_model(const std::string& dir, const SyntheticShape& sha
 int64_t ensure_synthetic_drafter(const std::string& dir, const SyntheticShape& target, int64_t draft_vocab, DType dtype,
                                  uint64_t seed);
 
+// A target/drafter pair of the target's shape whose acceptance is known by construction, to measure speculative
+// decoding at a realistic size without a trained drafter. The target is a "bigram" model: its token embeddings live
+// in the first num_kv_heads * head_dim dimensions and every layer's o_proj and down_proj are `deviation` x noise
+// (0: the residual stream stays the embedding, so the prediction depends on the current token only). The drafter
+// (speculators layout, norm_before_residual, fc = 0, hidden_norm = 0) attends to its own token and reproduces that
+// bigram map exactly: accept length = steps + 1 at deviation 0, less as deviation grows.
+// Writes DIR/target and DIR/drafter (bf16) unless already there with the same parameters.
+// The draft vocabulary is every (vocab / draft_vocab)-th token, so its size is rounded to fit.
+void ensure_echo_pair(const std::string& dir, const SyntheticShape& shape, int64_t draft_vocab, float deviation);
+
 }  // namespace eaglet
