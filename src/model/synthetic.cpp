@@ -23,7 +23,8 @@ nlohmann::json config_json(const SyntheticShape& s, DType dtype) {
           {"hidden_size", s.hidden}, {"intermediate_size", s.intermediate}, {"num_hidden_layers", s.layers},
           {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads}, {"head_dim", s.head_dim},
           {"rms_norm_eps", 1e-5}, {"rope_theta", s.rope_theta}, {"max_position_embeddings", 131072},
-          {"tie_word_embeddings", s.tied}, {"bos_token_id", 128000}, {"eos_token_id", 128001},
+          {"tie_word_embeddings", s.tied}, {"bos_token_id", std::min<int64_t>(128000, s.vocab - 2)},
+          {"eos_token_id", std::min<int64_t>(128001, s.vocab - 1)},
           {"torch_dtype", dtype == DType::BF16 ? "bfloat16" : dtype == DType::F16 ? "float16" : "float32"},
           {"eaglet_synthetic", s.name}};
 }
@@ -132,7 +133,7 @@ void ensure_echo_pair(const std::string& dir, const SyntheticShape& t, int64_t r
       {"speculators_config", {{"algorithm", "eagle3"}}}, {"transformer_layer_config", layer},
       {"draft_vocab_size", draft_vocab}, {"target_hidden_size", H}, {"norm_before_residual", true},
       {"norm_before_fc", false}, {"fc_norm", false}, {"norm_output", false},
-      {"eaglet_synthetic", t.name + "-echo-drafter"}, {"eaglet_echo_deviation", deviation}};
+      {"eaglet_synthetic", t.name + "-echo-drafter"}, {"eaglet_echo_deviation", deviation}, {"eaglet_echo_qk_scale", 3}};
   const fs::path tdir = fs::path(dir) / "target", ddir = fs::path(dir) / "drafter";
   auto up_to_date = [](const fs::path& d, const nlohmann::json& c) {
     return fs::exists(d / "model.safetensors") && fs::exists(d / "config.json") &&
@@ -171,7 +172,7 @@ void ensure_echo_pair(const std::string& dir, const SyntheticShape& t, int64_t r
 
     TensorBuilder d{DType::BF16, 0x5eed5678ull, {}, {}};
     const size_t two_h = static_cast<size_t>(2 * H), Ds = static_cast<size_t>(D), g = static_cast<size_t>(group);
-    const float s = 1.0f;  // q·k scale: a token's own key wins the softmax by a wide margin
+    const float s = 3.0f;  // q·k scale: a token's own key wins the softmax by a wide margin
     d.add_values("fc.weight", {H, 3 * H}, [](size_t) { return 0.0f; });
     d.add("layers.0.input_layernorm.weight", {H}, 0);
     d.add_values("layers.0.hidden_norm.weight", {H}, [](size_t) { return 0.0f; });

@@ -3,6 +3,8 @@
 // what the drafter deserves: a drafter built to reproduce the target reaches steps + 1, a random one about 1.
 #include "spec/speculative.h"
 
+#include "model/synthetic.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -169,6 +171,26 @@ TEST(DraftTree, ShapeAndCacheInvariants) {
         }
       }
     }
+  }
+}
+
+// The synthetic pair used by `eaglet bench --echo-pair`, at a tiny shape: full acceptance at deviation 0, partial
+// acceptance above it, and always the target's own output.
+TEST(Acceptance, SyntheticEchoPairIsExactByConstruction) {
+  const SyntheticShape tiny{"tiny", 1024, 64, 128, 8, 4, 2, 16, 10000.0, false};
+  for (float deviation : {0.0f, 0.3f}) {
+    const std::string dir = test::temp_dir("echo_pair_" + std::to_string(static_cast<int>(deviation * 10)));
+    ensure_echo_pair(dir, tiny, 256, deviation);
+    auto target = Transformer::load(dir + "/target");
+    auto drafter = Drafter::load(dir + "/drafter", *target, {});
+    EXPECT_EQ(drafter->config().draft_vocab_size, 256);
+    std::mt19937 rng(8);
+    const auto prompt = random_prompt(rng, 16, tiny.vocab);
+    SpecStats stats;
+    EXPECT_EQ(speculative(*target, *drafter, prompt, 40, {4, 1, 5}, &stats), plain_greedy(*target, prompt, 40));
+    std::printf("[echo pair] deviation %.1f: %s\n", deviation, stats.log_line().c_str());
+    if (deviation == 0.0f) EXPECT_DOUBLE_EQ(stats.accept_length(), 5.0);
+    else EXPECT_LT(stats.accept_length(), 5.0);
   }
 }
 
