@@ -152,6 +152,26 @@ TEST(CliSpeculative, SameTextAsTargetAloneWithAcceptanceReport) {
   EXPECT_THAT(chain.err, HasSubstr("accept len: 4.00, accept rate: 1.00"));
 }
 
+// The benchmarks run on tiny models (their timings are not checked; what they report about outputs is).
+TEST(CliBench, SpeculativeBenchReportsAcceptanceAndIdentity) {
+  const std::string prompts = test::temp_dir("cli_bench") + "/prompts.jsonl";
+  test::write_file(prompts, "{\"prompt\": \"def f(x): return x\"}\n{\"prompt\": \"class A:\"}\n");
+  const auto r = run_command(eaglet("bench --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
+                                    " --prompts " + prompts + " -n 24 --setting 3,1,4 --setting 3,2,6"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (const auto& run : j["runs"]) {
+    EXPECT_TRUE(run["identical_to_plain"].get<bool>());
+    EXPECT_GE(run["accept_len"].get<double>(), 3.9);
+  }
+  const auto curve = run_command(eaglet("bench --cost-curve -m " + tiny("llama_fp32") +
+                                        " --contexts 16 --batch-sizes 1,4 --repeats 1"));
+  ASSERT_EQ(curve.exit_code, 0) << curve.err;
+  EXPECT_THAT(curve.out, HasSubstr("| 4 |"));
+  EXPECT_THAT(curve.out, HasSubstr("of the probed bandwidth"));
+}
+
 TEST(CliSpeculative, ZeroAcceptanceIsLoud) {
   const auto r = run_command(eaglet("generate -m " + drafter("targets/echo_fp32") + " -d " + drafter("random_echo") +
                                     " -n 60 -p 'def f(x): return x'"));
