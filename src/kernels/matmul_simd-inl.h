@@ -2,7 +2,29 @@
 // selecting its target ISA and defining a traits struct S with: V, kLanes, zero(), loadu(const float*),
 // load_bf16(const void*), load_f16(const void*), fma(a, b, acc), sum(V).
 // A tile is MR activation rows x NR weight rows; weights are widened to fp32 once per tile and per k-step.
+// Tails (K or N not a multiple of the vector width) go through zero-padded partial vectors, so element k always
+// lands in lane k % kLanes and is accumulated with the same FMA: a result never depends on the sizes around it
+// (attention over a longer cache with zero probabilities, or a batch of rows, gives the same bits).
 namespace eaglet::detail {
+
+// n < kLanes elements from p, zero padded, as a vector of fp32.
+template <class S>
+inline typename S::V partial_f32(const float* p, int64_t n) {
+  alignas(64) float buf[16] = {};
+  std::memcpy(buf, p, static_cast<size_t>(n) * sizeof(float));
+  return S::loadu(buf);
+}
+
+template <class S, DType kType>
+inline typename S::V partial_weights(const std::byte* row, int64_t k, int64_t n) {
+  if constexpr (kType == DType::F32) {
+    return partial_f32<S>(reinterpret_cast<const float*>(row) + k, n);
+  } else {
+    alignas(64) uint16_t buf[32] = {};
+    std::memcpy(buf, row + 2 * k, static_cast<size_t>(n) * 2);
+    return kType == DType::BF16 ? S::load_bf16(buf) : S::load_f16(buf);
+  }
+}
 
 template <class S, DType kType>
 inline typename S::V load_weights(const std::byte* row, int64_t k) {
@@ -27,12 +49,17 @@ void tile(float* y, const float* x, int64_t K, int64_t N, int64_t ld, const std:
       for (int j = 0; j < NR; ++j) acc[i][j] = S::fma(xv, wv[j], acc[i][j]);
     }
   }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) {
-      float s = S::sum(acc[i][j]);
-      for (int64_t k = kv; k < K; ++k) s += x[(m + i) * K + k] * load_as_f32(w + (n + j) * row_bytes, kType, k);
-      y[(m + i) * N + n + j] = s;
+  if (kv < K) {
+    const int64_t rest = K - kv;
+    V wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = partial_weights<S, kType>(w + (n + j) * row_bytes, kv, rest);
+    for (int i = 0; i < MR; ++i) {
+      const V xv = partial_f32<S>(x + (m + i) * K + kv, rest);
+      for (int j = 0; j < NR; ++j) acc[i][j] = S::fma(xv, wv[j], acc[i][j]);
     }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) y[(m + i) * N + n + j] = S::sum(acc[i][j]);
 }
 
 template <class S, DType kType, int MR>
@@ -99,12 +126,21 @@ void gemm_nn_rows(float* y, const float* x, int64_t K, int64_t N, const float* b
   int64_t n = 0;
   for (; n + 4 * L <= N; n += 4 * L) gemm_nn_tile<S, MR, 4>(y, x, K, N, b, ldb, m, n);
   for (; n + L <= N; n += L) gemm_nn_tile<S, MR, 1>(y, x, K, N, b, ldb, m, n);
-  for (; n < N; ++n)  // columns past the last full vector
-    for (int i = 0; i < MR; ++i) {
-      float s = 0.0f;
-      for (int64_t k = 0; k < K; ++k) s += x[(m + i) * K + k] * b[k * ldb + n];
-      y[(m + i) * N + n] = s;
+  if (n < N) {  // the last columns, as a zero-padded vector
+    const int64_t rest = N - n;
+    using V = typename S::V;
+    V acc[MR];
+    for (int i = 0; i < MR; ++i) acc[i] = S::zero();
+    for (int64_t k = 0; k < K; ++k) {
+      const V bv = partial_f32<S>(b + k * ldb + n, rest);
+      for (int i = 0; i < MR; ++i) acc[i] = S::fma(S::set1(x[(m + i) * K + k]), bv, acc[i]);
     }
+    for (int i = 0; i < MR; ++i) {
+      alignas(64) float out[16];
+      S::storeu(out, acc[i]);
+      std::memcpy(y + (m + i) * N + n, out, static_cast<size_t>(rest) * sizeof(float));
+    }
+  }
 }
 
 template <class S>

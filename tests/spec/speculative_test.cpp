@@ -60,8 +60,10 @@ struct GreedyCase {
 
 class LosslessGreedy : public ::testing::TestWithParam<GreedyCase> {};
 
-// fp32 checkpoints: the verify batch and the one-token path differ only by summation order (~1e-6), far below the
-// fixtures' top-2 logit margins, so argmaxes agree; the test asserts exact token equality anyway.
+// Chains: the verify batch and the one-token path are bit-identical (tests/model/batching_test.cpp,
+// BatchingBitwise), so equality is exact by construction. Trees: a node's ancestors sit at other cache slots than in
+// a plain decode, so its logits differ by fp32 summation order (~1e-6); these fp32 fixtures keep top-2 margins far
+// above that. The test asserts exact token equality for both.
 TEST_P(LosslessGreedy, EqualsTargetAloneForChainsAndTrees) {
   const GreedyCase& c = GetParam();
   auto target = Transformer::load(fixture(c.target));
