@@ -30,23 +30,23 @@ float load_as_f32(const void* data, DType dtype, int64_t i) {
 }
 
 namespace detail {
-void matmul_rows_scalar(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+void matmul_rows_scalar(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows, ld = w.row_stride();
   for (int64_t n = n0; n < n1; ++n)
     for (int64_t m = 0; m < M; ++m) {
       float acc = 0.0f;
-      for (int64_t k = 0; k < K; ++k) acc += x[m * K + k] * load_as_f32(w.data, w.dtype, n * ld + k);
+      for (int64_t k = 0; k < K; ++k) acc += x[m * ldx + k] * load_as_f32(w.data, w.dtype, n * ld + k);
       y[m * N + n] = acc;
     }
 }
 }  // namespace detail
 
 void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w) {
-  detail::matmul_rows_scalar(y, x, M, w, 0, w.rows);
+  detail::matmul_rows_scalar(y, x, w.cols, M, w, 0, w.rows);
 }
 
 namespace {
-using RowsFn = void (*)(float*, const float*, int64_t, const WeightMatrix&, int64_t, int64_t);
+using RowsFn = void (*)(float*, const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t);
 RowsFn rows_function() {
   switch (active_isa()) {
     case Isa::Avx512Bf16:
@@ -58,11 +58,13 @@ RowsFn rows_function() {
 }
 }  // namespace
 
-void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) {
+void matmul_serial_strided(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w) {
   if (w.dtype == DType::BF16 && active_isa() == Isa::Avx512Bf16)
     fail("matmul_serial: bf16 weights go through matmul()");  // not needed by any caller yet
-  rows_function()(y, x, M, w, 0, w.rows);
+  rows_function()(y, x, ldx, M, w, 0, w.rows);
 }
+
+void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) { matmul_serial_strided(y, x, w.cols, M, w); }
 
 void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
   for (int64_t m = 0; m < M; ++m)
@@ -113,7 +115,7 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
       const MatmulOutput& o = outs[i];
       const int64_t n0 = (lo - first_block[i]) * kBlock, n1 = std::min((hi - first_block[i]) * kBlock, o.w.rows);
       if (bf16_path) detail::matmul_rows_avx512bf16(o.y, xbp, kp, M, o.w, n0, n1);
-      else rows(o.y, x, M, o.w, n0, n1);
+      else rows(o.y, x, cols, M, o.w, n0, n1);
     }
   });
 }

@@ -32,8 +32,10 @@ struct MatmulOutput {
 };
 void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, int64_t M, ThreadPool& pool);
 
-// The same on the calling thread only (for callers that parallelise around it, e.g. attention over heads).
+// The same on the calling thread only (for callers that parallelise around it, e.g. attention over heads); x rows
+// may be `ldx` elements apart.
 void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w);
+void matmul_serial_strided(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w);
 
 // y[M, N] = x[M, K] · B[K, N], fp32, B row-major with row stride ldb, on the calling thread (attention scores against
 // keys stored transposed).
@@ -47,10 +49,10 @@ void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w
 float load_as_f32(const void* data, DType dtype, int64_t i);
 
 namespace detail {
-// Rows [n0, n1) of y, one implementation per ISA.
-void matmul_rows_avx512(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
-void matmul_rows_avx2(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
-void matmul_rows_scalar(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
+// Rows [n0, n1) of y, one implementation per ISA; x rows are ldx elements apart.
+void matmul_rows_avx512(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
+void matmul_rows_avx2(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
+void matmul_rows_scalar(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
 // BF16 weights with bf16-rounded activations xb [M, kp] (kp = K rounded up to 32, zero padded).
 void matmul_rows_avx512bf16(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
                             int64_t n1);

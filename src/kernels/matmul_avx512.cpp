@@ -35,8 +35,8 @@ struct Avx512 {
 };
 }  // namespace
 
-void matmul_rows_avx512(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
-  matmul_rows_simd<Avx512>(y, x, M, w, n0, n1);
+void matmul_rows_avx512(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+  matmul_rows_simd<Avx512>(y, x, ldx, M, w, n0, n1);
 }
 
 void gemm_nn_avx512(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {

@@ -34,7 +34,8 @@ inline typename S::V load_weights(const std::byte* row, int64_t k) {
 }
 
 template <class S, DType kType, int MR, int NR>
-void tile(float* y, const float* x, int64_t K, int64_t N, int64_t ld, const std::byte* w, int64_t m, int64_t n) {
+void tile(float* y, const float* x, int64_t ldx, int64_t K, int64_t N, int64_t ld, const std::byte* w, int64_t m,
+          int64_t n) {
   using V = typename S::V;
   const size_t row_bytes = static_cast<size_t>(ld) * dtype_size(kType);
   V acc[MR][NR];
@@ -45,7 +46,7 @@ void tile(float* y, const float* x, int64_t K, int64_t N, int64_t ld, const std:
     V wv[NR];
     for (int j = 0; j < NR; ++j) wv[j] = load_weights<S, kType>(w + (n + j) * row_bytes, k);
     for (int i = 0; i < MR; ++i) {
-      const V xv = S::loadu(x + (m + i) * K + k);
+      const V xv = S::loadu(x + (m + i) * ldx + k);
       for (int j = 0; j < NR; ++j) acc[i][j] = S::fma(xv, wv[j], acc[i][j]);
     }
   }
@@ -54,7 +55,7 @@ void tile(float* y, const float* x, int64_t K, int64_t N, int64_t ld, const std:
     V wv[NR];
     for (int j = 0; j < NR; ++j) wv[j] = partial_weights<S, kType>(w + (n + j) * row_bytes, kv, rest);
     for (int i = 0; i < MR; ++i) {
-      const V xv = partial_f32<S>(x + (m + i) * K + kv, rest);
+      const V xv = partial_f32<S>(x + (m + i) * ldx + kv, rest);
       for (int j = 0; j < NR; ++j) acc[i][j] = S::fma(xv, wv[j], acc[i][j]);
     }
   }
@@ -63,40 +64,40 @@ void tile(float* y, const float* x, int64_t K, int64_t N, int64_t ld, const std:
 }
 
 template <class S, DType kType, int MR>
-void tile_rows(float* y, const float* x, int64_t K, int64_t N, int64_t ld, const std::byte* w, int64_t m, int64_t n,
-               int nr) {
+void tile_rows(float* y, const float* x, int64_t ldx, int64_t K, int64_t N, int64_t ld, const std::byte* w, int64_t m,
+               int64_t n, int nr) {
   switch (nr) {
-    case 4: tile<S, kType, MR, 4>(y, x, K, N, ld, w, m, n); break;
-    case 3: tile<S, kType, MR, 3>(y, x, K, N, ld, w, m, n); break;
-    case 2: tile<S, kType, MR, 2>(y, x, K, N, ld, w, m, n); break;
-    default: tile<S, kType, MR, 1>(y, x, K, N, ld, w, m, n); break;
+    case 4: tile<S, kType, MR, 4>(y, x, ldx, K, N, ld, w, m, n); break;
+    case 3: tile<S, kType, MR, 3>(y, x, ldx, K, N, ld, w, m, n); break;
+    case 2: tile<S, kType, MR, 2>(y, x, ldx, K, N, ld, w, m, n); break;
+    default: tile<S, kType, MR, 1>(y, x, ldx, K, N, ld, w, m, n); break;
   }
 }
 
 template <class S, DType kType>
-void matmul_rows_typed(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+void matmul_rows_typed(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
   const auto* base = static_cast<const std::byte*>(w.data);
   const int64_t K = w.cols, N = w.rows, ld = w.row_stride();
   for (int64_t n = n0; n < n1; n += 4) {
     const int nr = static_cast<int>(n1 - n < 4 ? n1 - n : 4);
     int64_t m = 0;
-    for (; m + 4 <= M; m += 4) tile_rows<S, kType, 4>(y, x, K, N, ld, base, m, n, nr);
+    for (; m + 4 <= M; m += 4) tile_rows<S, kType, 4>(y, x, ldx, K, N, ld, base, m, n, nr);
     switch (M - m) {
-      case 3: tile_rows<S, kType, 3>(y, x, K, N, ld, base, m, n, nr); break;
-      case 2: tile_rows<S, kType, 2>(y, x, K, N, ld, base, m, n, nr); break;
-      case 1: tile_rows<S, kType, 1>(y, x, K, N, ld, base, m, n, nr); break;
+      case 3: tile_rows<S, kType, 3>(y, x, ldx, K, N, ld, base, m, n, nr); break;
+      case 2: tile_rows<S, kType, 2>(y, x, ldx, K, N, ld, base, m, n, nr); break;
+      case 1: tile_rows<S, kType, 1>(y, x, ldx, K, N, ld, base, m, n, nr); break;
       default: break;
     }
   }
 }
 
 template <class S>
-void matmul_rows_simd(float* y, const float* x, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+void matmul_rows_simd(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
   switch (w.dtype) {
-    case DType::BF16: matmul_rows_typed<S, DType::BF16>(y, x, M, w, n0, n1); break;
-    case DType::F16: matmul_rows_typed<S, DType::F16>(y, x, M, w, n0, n1); break;
-    case DType::F32: matmul_rows_typed<S, DType::F32>(y, x, M, w, n0, n1); break;
-    default: matmul_rows_scalar(y, x, M, w, n0, n1); break;
+    case DType::BF16: matmul_rows_typed<S, DType::BF16>(y, x, ldx, M, w, n0, n1); break;
+    case DType::F16: matmul_rows_typed<S, DType::F16>(y, x, ldx, M, w, n0, n1); break;
+    case DType::F32: matmul_rows_typed<S, DType::F32>(y, x, ldx, M, w, n0, n1); break;
+    default: matmul_rows_scalar(y, x, ldx, M, w, n0, n1); break;
   }
 }
 

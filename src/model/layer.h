@@ -32,7 +32,8 @@ struct AttentionShape {
 // Buffers of one forward, grown on demand and reused (no allocation per token once warm).
 struct LayerScratch {
   std::vector<float> q, k, v, att, gate, up;
-  std::vector<float> scores;  // attention: per thread, the group's queries, outputs and score rows
+  std::vector<float> scores;  // attention: per thread, queries, scores, probabilities, gathered values, outputs
+  std::vector<int64_t> slots;  // attention: per thread, a token's visible cache slots in order
   void reserve(int64_t m, int64_t q_dim, int64_t kv_dim, int64_t intermediate);  // scores grow in attention
 };
 

@@ -60,10 +60,9 @@ struct GreedyCase {
 
 class LosslessGreedy : public ::testing::TestWithParam<GreedyCase> {};
 
-// Chains: the verify batch and the one-token path are bit-identical (tests/model/batching_test.cpp,
-// BatchingBitwise), so equality is exact by construction. Trees: a node's ancestors sit at other cache slots than in
-// a plain decode, so its logits differ by fp32 summation order (~1e-6); these fp32 fixtures keep top-2 margins far
-// above that. The test asserts exact token equality for both.
+// The verify batch (chain or tree) and the one-token path are bit-identical (tests/model/batching_test.cpp,
+// BatchingBitwise), so greedy equality is exact by construction, whatever the argmax margins; the test checks it
+// token for token on every layout and setting.
 TEST_P(LosslessGreedy, EqualsTargetAloneForChainsAndTrees) {
   const GreedyCase& c = GetParam();
   auto target = Transformer::load(fixture(c.target));
