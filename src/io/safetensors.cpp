@@ -321,8 +321,16 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<char>((len >> (8 * i)) & 0xff);
   out.write(len_bytes, 8);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (size_t i = 0; i < tensors.size(); ++i)
-    out.write(static_cast<const char*>(tensors[i].data), static_cast<std::streamsize>(sizes[i]));
+  std::vector<char> buffer;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const char* bytes = static_cast<const char*>(tensors[i].data);
+    if (bytes == nullptr) {
+      buffer.resize(sizes[i]);
+      tensors[i].produce(buffer.data());
+      bytes = buffer.data();
+    }
+    out.write(bytes, static_cast<std::streamsize>(sizes[i]));
+  }
   if (!out) fail(path, ": write failed (disk full?)");
 }
 

@@ -3,6 +3,7 @@
 // A checkpoint is one .safetensors file or a folder sharded through model.safetensors.index.json.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -97,7 +98,8 @@ struct TensorToWrite {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
-  const void* data;
+  const void* data;                       // the bytes, or null to call `produce` when the tensor is written
+  std::function<void(void*)> produce = {};  // fills the tensor's bytes (lets writers stream models larger than RAM)
 };
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata = {});

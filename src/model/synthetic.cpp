@@ -29,20 +29,8 @@ nlohmann::json config_json(const SyntheticShape& s, DType dtype) {
           {"eaglet_synthetic", s.name}};
 }
 
-// Cheap deterministic noise (xorshift) scaled like an initialised network: N(0, ~1/sqrt(fan_in)) in shape.
-void fill(std::vector<uint16_t>& out, size_t n, DType dtype, float scale, uint64_t& state) {
-  out.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    const float u = static_cast<float>(static_cast<int32_t>(state >> 32)) * (1.0f / 2147483648.0f);  // [-1, 1)
-    const float v = u * scale;
-    out[i] = dtype == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
-  }
-}
-
-// Random tensors in one dtype, kept alive until written.
+// Tensors in one dtype for a synthetic checkpoint: random ones are generated while the file is written (xorshift
+// noise, so a model larger than memory can be made), explicit ones are kept until then.
 struct TensorBuilder {
   DType dtype;
   uint64_t state;
@@ -65,14 +53,22 @@ struct TensorBuilder {
     return static_cast<float>(static_cast<int32_t>(state >> 32)) * (1.0f / 2147483648.0f);
   }
 
-  // scale 0: a norm weight of ones.
+  // Uniform noise of the given scale, made while the file is written (scale 0: a norm weight of ones).
   void add(const std::string& name, std::vector<int64_t> shape, float scale) {
     size_t n = 1;
     for (int64_t d : shape) n *= static_cast<size_t>(d);
-    auto& data = storage.emplace_back();
-    if (scale == 0.0f) data.assign(n, dtype == DType::BF16 ? f32_to_bf16(1.0f) : f32_to_f16(1.0f));
-    else fill(data, n, dtype, scale, state);
-    tensors.push_back({name, dtype, std::move(shape), data.data()});
+    tensors.push_back({name, dtype, std::move(shape), nullptr, [this, n, scale](void* dst) {
+                         auto* out = static_cast<uint16_t*>(dst);
+                         const uint16_t one = dtype == DType::BF16 ? f32_to_bf16(1.0f) : f32_to_f16(1.0f);
+                         for (size_t i = 0; i < n; ++i) {
+                           if (scale == 0.0f) {
+                             out[i] = one;
+                           } else {
+                             const float v = scale * noise();
+                             out[i] = dtype == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+                           }
+                         }
+                       }});
   }
 };
 
