@@ -117,6 +117,12 @@ TEST(Cli, HiddenWritesTheCapturedLayers) {
   const int64_t S = file.find("input_ids")->numel();
   EXPECT_EQ(h->shape, (std::vector<int64_t>{S, 3 * 64}));
   EXPECT_EQ(file.find("logits")->shape, (std::vector<int64_t>{S, 384}));
+  // The same text from a file gives the same states.
+  const std::string file_dir = test::temp_dir("cli_hidden_file");
+  const std::string text_file = file_dir + "/t.txt", out2 = file_dir + "/h2.safetensors";
+  test::write_file(text_file, "def f(x): return x");
+  ASSERT_EQ(run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -f " + text_file + " --layers 5,2,8 --out " + out2)).exit_code, 0);
+  EXPECT_EQ(test::read_file(out2), test::read_file(out));
   const auto bad = run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -p x --layers 2,9 --out " + out));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.err, HasSubstr("layer 9 does not exist"));
