@@ -15,7 +15,8 @@ namespace eaglet::cli {
 namespace {
 
 struct HiddenArgs {
-  std::string model, prompt, file, layers, out;
+  std::string model, layers, out;
+  TextInput input;
   int threads = 0;
 };
 
@@ -33,7 +34,7 @@ int run_hidden(const HiddenArgs& a) {
   Tokenizer tokenizer = Tokenizer::load(a.model);
   auto model = Transformer::load(a.model);
   model->set_aux_layers(a.layers.empty() ? model->default_aux_layers() : parse_int_list(a.layers, "--layers"));
-  const auto tokens = tokenizer.encode(a.file.empty() ? a.prompt : read_file(a.file), tokenizer.adds_bos());
+  const auto tokens = tokenizer.encode(a.input.read("hidden"), tokenizer.adds_bos());
   if (tokens.empty()) fail("hidden: the prompt is empty after tokenization");
   KVCache cache = model->make_cache(static_cast<int64_t>(tokens.size()));
   model->forward(cache, {.tokens = tokens, .all_logits = true});
@@ -60,18 +61,13 @@ Command add_hidden(CLI::App& app) {
   auto* cmd = app.add_subcommand("hidden", "Write a prompt's aux hidden states and logits to a safetensors file");
   auto a = std::make_shared<HiddenArgs>();
   cmd->add_option("-m,--model", a->model, "Hugging Face model folder")->required();
-  auto* prompt = cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
-  auto* file = cmd->add_option("-f,--file", a->file, "Read the text from a file instead");
-  prompt->excludes(file);
+  a->input.add_to(*cmd, "Prompt text");
   cmd->add_option("--layers", a->layers,
                   "Layer ids, HF hidden_states meaning: i = input of layer i, L = final pre-norm output "
                   "(default 2,L/2,L-3)");
   cmd->add_option("--out", a->out, "Output .safetensors file")->required();
   cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
-  return [a, prompt, file] {
-    if (prompt->count() == 0 && file->count() == 0) fail("hidden: give -p TEXT or -f FILE");
-    return run_hidden(*a);
-  };
+  return [a] { return run_hidden(*a); };
 }
 
 }  // namespace eaglet::cli

@@ -11,7 +11,8 @@ namespace eaglet::cli {
 
 namespace {
 struct TokenizeArgs {
-  std::string model, prompt, file;
+  std::string model;
+  TextInput input;
   bool bos = false;
 };
 struct DetokenizeArgs {
@@ -23,14 +24,10 @@ Command add_tokenize(CLI::App& app) {
   auto* cmd = app.add_subcommand("tokenize", "Print the token ids of a text as one JSON array");
   auto a = std::make_shared<TokenizeArgs>();
   cmd->add_option("-m,--model", a->model, "Model folder with tokenizer.json")->required();
-  auto* p = cmd->add_option("-p,--prompt", a->prompt, "Text");
-  auto* f = cmd->add_option("-f,--file", a->file, "Text file");
-  p->excludes(f);
+  a->input.add_to(*cmd, "Text");
   cmd->add_flag("--bos", a->bos, "Prepend the BOS token (when the tokenizer has one)");
-  return [a, p, f] {
-    if (p->count() == 0 && f->count() == 0) fail("tokenize: give -p TEXT or -f FILE");
-    const std::string text = f->count() ? read_file(a->file) : a->prompt;
-    const auto ids = Tokenizer::load(a->model).encode(text, a->bos);
+  return [a] {
+    const auto ids = Tokenizer::load(a->model).encode(a->input.read("tokenize"), a->bos);
     std::cout << "[";
     for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? ", " : "") << ids[i];
     std::cout << "]\n";

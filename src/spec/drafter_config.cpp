@@ -121,6 +121,9 @@ DrafterConfig DrafterConfig::load(const std::string& dir) {
   // speculators' norm_output feeds the normed hidden state to the next step; SpecForge's key of the same name means
   // "final norm before lm_head", which every layout does anyway, so it is only honoured for speculators / vLLM.
   c.norm_output = c.layout != DrafterLayout::Eagle && json_bool(j, c.file, "norm_output", false);
+  if (c.layout == DrafterLayout::Eagle && !json_bool(j, c.file, "norm_output", true))
+    fail(c.file, ": norm_output false in an EAGLE/SpecForge config means no final norm before lm_head, which no "
+                 "serving engine implements; expected true or absent");
   if (c.norm_before_fc && c.fc_norm) fail(c.file, ": norm_before_fc and fc_norm cannot both be true");
   if (c.layout == DrafterLayout::Eagle && c.num_layers != 1)
     fail(c.file, ": num_hidden_layers ", c.num_layers, " with midlayer.* naming; EAGLE-layout drafters have 1 layer");

@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import tempfile
-import traceback
 
 import numpy as np
 import torch
@@ -26,19 +25,15 @@ import eagle3_reference as er  # noqa: E402
 import hf_reference as hf  # noqa: E402
 import make_tiny_drafters as mtd  # noqa: E402
 import safetensors_np as st  # noqa: E402
+from selfcheck import Checks  # noqa: E402
 
-RESULTS = []
+CHECKS = Checks()
+check = CHECKS.check
 FIX = ""      # drafters dir
 ROOT = ""     # fixtures root (targets are named relative to it)
 MAN: dict = {}
 BMAN: dict = {}
 
-
-def check(name):
-    def deco(fn):
-        RESULTS.append((name, fn))
-        return fn
-    return deco
 
 
 def expect(cond, msg):
@@ -532,18 +527,7 @@ def main(argv=None) -> int:
     ROOT = os.path.dirname(FIX)
     MAN = read_json(os.path.join(FIX, "MANIFEST.json"))
     BMAN = read_json(os.path.join(FIX, "broken", "MANIFEST.json"))
-    passed = failed = 0
-    for name, fn in RESULTS:
-        try:
-            fn()
-            passed += 1
-            print(f"PASS {name}")
-        except Exception as e:  # noqa: BLE001
-            failed += 1
-            print(f"FAIL {name}\n    {type(e).__name__}: {e}")
-            if not isinstance(e, AssertionError):
-                traceback.print_exc()
-    print(f"{passed} passed, {failed} failed")
+    failed = CHECKS.run_all()
     if tmp:
         tmp.cleanup()
     return 1 if failed else 0

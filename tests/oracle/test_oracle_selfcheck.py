@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 
 import numpy as np
 import torch
@@ -27,17 +26,13 @@ sys.path.insert(0, HERE)
 import hf_reference as hf  # noqa: E402
 import make_tiny_models as mtm  # noqa: E402
 import safetensors_np as st  # noqa: E402
+from selfcheck import Checks  # noqa: E402
 
-RESULTS = []
+CHECKS = Checks()
+check = CHECKS.check
 FIX = ""
 MAN: dict = {}
 
-
-def check(name):
-    def deco(fn):
-        RESULTS.append((name, fn))
-        return fn
-    return deco
 
 
 def expect(cond, msg):
@@ -523,18 +518,7 @@ def main(argv=None) -> int:
         print(f"no fixtures given; generating into {FIX}")
         mtm.main(["--out", FIX, "--shared", args.shared])
     MAN = json.load(open(os.path.join(FIX, "MANIFEST.json")))
-    passed = failed = 0
-    for name, fn in RESULTS:
-        try:
-            fn()
-            passed += 1
-            print(f"PASS {name}")
-        except Exception as e:  # noqa: BLE001
-            failed += 1
-            print(f"FAIL {name}\n    {type(e).__name__}: {e}")
-            if not isinstance(e, AssertionError):
-                traceback.print_exc()
-    print(f"{passed} passed, {failed} failed")
+    failed = CHECKS.run_all()
     if tmp:
         tmp.cleanup()
     return 1 if failed else 0

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "io/json_util.h"
@@ -118,6 +119,17 @@ TEST(BadInputDrafter, EveryBrokenContractIsNamed) {
     for (const auto& expect : info["expect"]) EXPECT_THAT(msg, HasSubstr(expect.get<std::string>())) << name;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
   }
+}
+
+TEST(BadInputDrafter, SpecForgeNormOutputFalseIsRefused) {
+  const std::string dir = test::temp_dir("specforge_norm_output");
+  std::filesystem::copy(drafters_dir() + "/specforge", dir, std::filesystem::copy_options::recursive);
+  auto config = read_json_file(dir + "/config.json");
+  config["norm_output"] = false;
+  test::write_file(dir + "/config.json", config.dump());
+  auto target = Transformer::load(test::fixtures_dir() + "/tiny/llama_fp32");
+  EXPECT_THAT(test::error_of([&] { Drafter::load(dir, *target, {}); }),
+              ::testing::AllOf(HasSubstr("config.json"), HasSubstr("norm_output")));
 }
 
 TEST(BadInputDrafter, AuxConventionChangesTheLayers) {
