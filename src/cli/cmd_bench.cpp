@@ -1,13 +1,14 @@
-// eaglet bench: flags and dispatch; the benchmarks live in bench_*.cpp (see cli/bench.h).
-#include "cli/bench.h"
+// eaglet bench: flags and dispatch; the benchmarks live in src/bench (see bench/bench.h).
+#include "bench/bench.h"
 #include "cli/commands.h"
+#include "cli/spec_flags.h"
 #include "util/error.h"
 
 namespace eaglet::cli {
 
 Command add_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Benchmarks (printed, never asserted)");
-  auto a = std::make_shared<BenchArgs>();
+  auto a = std::make_shared<bench::BenchArgs>();
   cmd->add_flag("--plain", a->plain, "Plain decoding: prefill and decode tok/s, decode GB/s");
   cmd->add_flag("--cost-curve", a->cost_curve, "Time of one forward over M = 1..64 new tokens, as T(M)/T(1)");
   cmd->add_option("--batch-sizes", a->batch_sizes, "M values for --cost-curve")->delimiter(',');
@@ -22,28 +23,28 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--prompt-tokens", a->prompt_tokens, "Prefill length (--plain, --echo-pair)")->check(CLI::Range(8, 8192));
   cmd->add_option("--decode-tokens", a->decode_tokens, "Decode steps (--plain)")->check(CLI::PositiveNumber);
   cmd->add_option("--threads", a->threads, "Thread counts to measure (--plain), e.g. --threads 1,2")->delimiter(',');
-  cmd->add_option("-d,--draft-model", a->drafter, "EAGLE-3 drafter: plain vs speculative over --prompts");
   cmd->add_option("--prompts", a->prompts_file, "Prompt file: JSON lines with a 'prompt' field, or one prompt per line");
   cmd->add_option("--num-prompts", a->num_prompts, "Use only the first N prompts")->check(CLI::NonNegativeNumber);
   cmd->add_option("-n,--max-tokens", a->max_tokens, "Tokens generated per prompt")->check(CLI::PositiveNumber);
-  cmd->add_option("--setting", a->settings, "Draft settings steps,topk,draft_tokens (repeatable; topk 1 = chain)");
+  cmd->add_option("--setting", a->settings, "Draft settings steps,topk,draft_tokens (repeatable; topk 1 = chain); the --speculative-* flags give one setting instead");
   cmd->add_option("--temp", a->sampling.temperature, "Temperature (> 0 reports both verification schemes)")
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--seed", a->sampling.seed, "Sampling seed");
   cmd->add_option("-t", a->bench_threads, "Threads for the speculative benchmark (default: all cores)");
-  cmd->add_option("--aux-layer-convention", a->aux_convention, "input or output (see generate)")
-      ->check(CLI::IsMember({"input", "output"}));
   cmd->add_flag("--echo-pair", a->echo_pair,
                 "Speculative benchmark on a synthetic pair of --shape: a bigram target and a drafter built to match it "
                 "(random prompts of --prompt-tokens)");
   cmd->add_option("--deviation", a->deviation, "How far the echo target strays from its bigram map (0: never)")
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
-  return [a] {
-    if (a->cost_curve) return run_cost_curve(*a);
-    if (!a->drafter.empty() || a->echo_pair) return run_speculative(*a);
+  add_spec_flags(*cmd, a->spec, /*log_every=*/false);
+  return [a, cmd] {
+    a->spec_setting_given = cmd->count("--speculative-num-steps") + cmd->count("--speculative-eagle-topk") +
+                                cmd->count("--speculative-num-draft-tokens") > 0;
+    if (a->cost_curve) return bench::run_cost_curve(*a);
+    if (!a->spec.drafter.empty() || a->echo_pair) return bench::run_speculative(*a);
     if (!a->plain) fail("bench: choose --plain, or -d DRAFTER --prompts FILE for speculative decoding");
-    return run_plain(*a);
+    return bench::run_plain(*a);
   };
 }
 

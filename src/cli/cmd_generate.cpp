@@ -7,11 +7,16 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/spec_flags.h"
-#include "io/chat_template.h"
-#include "io/tokenizer.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 #include "model/transformer.h"
 #include "sample/sampler.h"
-#include "spec/generation.h"
+#include "drafter/eagle3_drafter.h"
+#include "drafter/eagle3_proposer.h"
+#include "generate/generation.h"
+#include "speculative/loop.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -24,7 +29,7 @@ struct GenerateArgs {
   bool chat = false, echo = false, allow_unused = false, compare = false;
   int n_predict = 128, threads = 0, ctx = 0, batch = 256;
   SamplingParams sampling;
-  SpecFlags spec;
+  SpecOptions spec;
 };
 
 int run_generate(const GenerateArgs& a) {
@@ -32,9 +37,11 @@ int run_generate(const GenerateArgs& a) {
   const bool speculative = a.spec.enabled();
   Tokenizer tokenizer = Tokenizer::load(a.model);
   auto model = Transformer::load(a.model, {.allow_unused_tensors = a.allow_unused});
-  std::unique_ptr<Drafter> drafter;
+  std::unique_ptr<Eagle3Drafter> drafter;
+  std::unique_ptr<Eagle3Proposer> proposer;
   if (speculative) {
-    drafter = Drafter::load(a.spec.drafter, *model, {.aux_convention = a.spec.convention()});
+    drafter = Eagle3Drafter::load(a.spec.drafter, *model, {.aux_convention = a.spec.convention()});
+    proposer = std::make_unique<Eagle3Proposer>(*drafter);
     std::fprintf(stderr, "%s\n", drafter->describe().c_str());
   }
   std::vector<int32_t> prompt;
@@ -54,7 +61,8 @@ int run_generate(const GenerateArgs& a) {
   bool warned = false;
   const VerifyObserver observe = [&](const SpecStats& s) {
     if (a.spec.log_every > 0 && s.verifies % a.spec.log_every == 0)
-      std::fprintf(stderr, "[verify %lld] %s\n", static_cast<long long>(s.verifies), s.log_line().c_str());
+      std::fprintf(stderr, "[verify %lld] %s; %s\n", static_cast<long long>(s.verifies), s.log_line().c_str(),
+                   s.time_line().c_str());
     if (!warned && s.zero_acceptance()) {
       warned = true;
       std::fprintf(stderr,
@@ -66,7 +74,7 @@ int run_generate(const GenerateArgs& a) {
     }
   };
   const GenerationResult r =
-      speculative ? generate_speculative(*model, *drafter, prompt,
+      speculative ? generate_speculative(*model, *proposer, prompt,
                                          {a.spec.draft_params(), a.spec.sampling_scheme(), a.sampling}, limits, stream,
                                          observe)
                   : generate_plain(*model, prompt, a.sampling, limits, stream);
@@ -77,7 +85,7 @@ int run_generate(const GenerateArgs& a) {
   std::fprintf(stderr, "decode: %zu tokens in %.3f s (%.2f tok/s, %d threads%s)\n", r.tokens.size(), r.decode_seconds,
                r.decode_seconds > 0 ? n_out / r.decode_seconds : 0.0, thread_pool().size(),
                speculative ? ", eagle3" : "");
-  if (speculative) std::fprintf(stderr, "%s\n", r.stats.summary().c_str());
+  if (speculative) std::fprintf(stderr, "%s\n  %s\n", r.stats.summary().c_str(), r.stats.time_line().c_str());
   if (a.compare) {
     const GenerationResult p = generate_plain(*model, prompt, a.sampling, limits);
     const double tok_s = n_out / (r.prefill_seconds + r.decode_seconds);
@@ -113,7 +121,7 @@ Command add_generate(CLI::App& app) {
   cmd->add_flag("--compare", a->compare, "Also run the target alone on the same prompt and print the speedup");
   cmd->add_flag("--allow-unused-tensors", a->allow_unused,
                 "Load even if the checkpoint holds tensors the model does not use (listed on stderr)");
-  a->spec.add_to(*cmd);
+  add_spec_flags(*cmd, a->spec);
   return [a] { return run_generate(*a); };
 }
 

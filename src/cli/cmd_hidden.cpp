@@ -5,7 +5,7 @@
 #include "cli/common.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/transformer.h"
 #include "util/error.h"
 #include "util/thread_pool.h"

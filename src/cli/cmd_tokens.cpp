@@ -4,7 +4,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "io/json_util.h"
-#include "io/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace eaglet::cli {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/dtype.h"
+#include "kernels/dtype.h"
 
 namespace eaglet {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 
-#include "io/dtype.h"
+#include "kernels/dtype.h"
 
 namespace eaglet {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "io/dtype.h"
+#include "kernels/dtype.h"
 #include "kernels/matmul.h"
 
 #pragma GCC target("avx2,fma,f16c")

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "io/dtype.h"
+#include "kernels/dtype.h"
 #include "kernels/matmul.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")

@@ -4,7 +4,8 @@
 #include <filesystem>
 
 #include "io/json_util.h"
-#include "model/architectures.h"
+#include "model/architecture.h"
+#include "model/config_keys.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -23,9 +24,9 @@ std::vector<float> default_inv_freq(double theta, int64_t head_dim) {
 
 }  // namespace
 
-RopeConfig RopeConfig::parse(const json& j, const std::string& file) {
+RopeConfig RopeConfig::parse(const json& j, const std::string& file, double default_theta) {
   RopeConfig r;
-  r.theta = json_number(j, file, "rope_theta", 10000.0);
+  r.theta = json_number(j, file, "rope_theta", default_theta);
   if (r.theta <= 0) fail(file, ": field 'rope_theta' must be positive, found ", r.theta);
   if (json_number(j, file, "partial_rotary_factor", 1.0) != 1.0)
     fail(file, ": field 'partial_rotary_factor' other than 1.0 is not supported");
@@ -76,24 +77,6 @@ std::vector<int64_t> parse_token_ids(const json& j, const std::string& file, con
   return ids;
 }
 
-void apply_layer_types(ModelConfig& c, const json& j, int64_t window) {
-  auto it = j.find("layer_types");
-  if (it == j.end() || it->is_null()) return;
-  if (!it->is_array() || static_cast<int64_t>(it->size()) != c.num_layers)
-    fail(c.file, ": field 'layer_types' must list ", c.num_layers, " layer types");
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& t = (*it)[i];
-    if (t == "full_attention") {
-      c.sliding_window[i] = 0;
-    } else if (t == "sliding_attention") {
-      if (window <= 0) fail(c.file, ": layer_types[", i, "] is sliding_attention but 'sliding_window' is not set");
-      c.sliding_window[i] = window;
-    } else {
-      fail(c.file, ": layer_types[", i, "] = ", t.dump(), " (expected full_attention or sliding_attention)");
-    }
-  }
-}
-
 }  // namespace
 
 std::vector<float> RopeConfig::inv_freq(int64_t head_dim) const {
@@ -119,6 +102,44 @@ std::vector<float> RopeConfig::inv_freq(int64_t head_dim) const {
   return inv;
 }
 
+LayerShape LayerShape::read(const ConfigReader& r) {
+  LayerShape l;
+  l.hidden_size = r.size("hidden_size");
+  l.intermediate_size = r.size("intermediate_size");
+  l.num_heads = r.size("num_attention_heads");
+  l.num_kv_heads = r.is_set("num_key_value_heads") ? r.size("num_key_value_heads") : l.num_heads;
+  if (l.num_heads % l.num_kv_heads != 0)
+    fail(r.where(), ": num_attention_heads (", l.num_heads, ") must be a multiple of num_key_value_heads (",
+         l.num_kv_heads, ")");
+  if (r.is_set("head_dim")) {
+    l.head_dim = r.integer("head_dim");
+  } else {
+    if (l.hidden_size % l.num_heads != 0)
+      fail(r.where(), ": hidden_size (", l.hidden_size, ") is not divisible by num_attention_heads (", l.num_heads,
+           ") and no head_dim is given");
+    l.head_dim = l.hidden_size / l.num_heads;
+  }
+  if (l.head_dim <= 0 || l.head_dim % 2 != 0) fail(r.where(), ": head_dim must be positive and even, found ", l.head_dim);
+  l.rms_norm_eps = static_cast<float>(r.number("rms_norm_eps"));
+  const std::string act = r.text("hidden_act");
+  if (act != "silu") fail(r.where(), ": hidden_act '", act, "' is not supported (expected silu)");
+  if (r.number("partial_rotary_factor") != 1.0)
+    fail(r.where(), ": field 'partial_rotary_factor' other than 1.0 is not supported");
+  l.rope = RopeConfig::parse(r.object(), r.where(), r.number("rope_theta"));
+  return l;
+}
+
+BlockSpec LayerShape::block() const {
+  BlockSpec b;
+  b.hidden = hidden_size;
+  b.intermediate = intermediate_size;
+  b.num_heads = num_heads;
+  b.num_kv_heads = num_kv_heads;
+  b.head_dim = head_dim;
+  b.rms_norm_eps = rms_norm_eps;
+  return b;
+}
+
 ModelConfig ModelConfig::load(const std::string& model_dir) {
   namespace fs = std::filesystem;
   ModelConfig c;
@@ -129,42 +150,27 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   if (!j.is_object()) fail(c.file, ": expected a JSON object");
   c.model_type = json_string(j, c.file, "model_type", "");
   if (c.model_type.empty()) fail(c.file, ": missing required field 'model_type'");
-  c.vocab_size = json_require_int(j, c.file, "vocab_size");
-  c.hidden_size = json_require_int(j, c.file, "hidden_size");
-  c.intermediate_size = json_require_int(j, c.file, "intermediate_size");
-  c.num_layers = json_require_int(j, c.file, "num_hidden_layers");
-  c.num_heads = json_require_int(j, c.file, "num_attention_heads");
-  c.num_kv_heads = json_int(j, c.file, "num_key_value_heads", c.num_heads);
-  for (auto [key, v] : {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
-                        {"intermediate_size", c.intermediate_size}, {"num_hidden_layers", c.num_layers},
-                        {"num_attention_heads", c.num_heads}, {"num_key_value_heads", c.num_kv_heads}})
-    if (v <= 0 || v > (int64_t{1} << 24)) fail(c.file, ": field '", key, "' must be a positive size, found ", v);
-  if (c.num_heads % c.num_kv_heads != 0)
-    fail(c.file, ": num_attention_heads (", c.num_heads, ") must be a multiple of num_key_value_heads (",
-         c.num_kv_heads, ")");
-  if (!j.contains("head_dim") || j["head_dim"].is_null()) {
-    if (c.hidden_size % c.num_heads != 0)
-      fail(c.file, ": hidden_size (", c.hidden_size, ") is not divisible by num_attention_heads (", c.num_heads,
-           ") and no head_dim is given");
-    c.head_dim = c.hidden_size / c.num_heads;
-  } else {
-    c.head_dim = json_int(j, c.file, "head_dim", 0);
-  }
-  if (c.head_dim <= 0 || c.head_dim % 2 != 0) fail(c.file, ": head_dim must be positive and even, found ", c.head_dim);
-  c.rms_norm_eps = static_cast<float>(json_number(j, c.file, "rms_norm_eps", 1e-6));
-  const std::string act = json_string(j, c.file, "hidden_act", "silu");
-  if (act != "silu") fail(c.file, ": hidden_act '", act, "' is not supported (expected silu)");
-  c.rope = RopeConfig::parse(j, c.file);
-  c.max_position_embeddings = json_int(j, c.file, "max_position_embeddings", 4096);
-  c.tie_word_embeddings = json_bool(j, c.file, "tie_word_embeddings", false);
-  c.torch_dtype = json_string(j, c.file, "torch_dtype", json_string(j, c.file, "dtype", ""));
-  c.sliding_window.assign(static_cast<size_t>(c.num_layers), 0);
-  apply_architecture(c, j);
-  apply_layer_types(c, j, json_int(j, c.file, "sliding_window", 0));
+  const Architecture& arch = architecture_for(c.model_type, c.file);
+  const ConfigReader r(j, c.file, arch.keys);
+  c.vocab_size = r.size("vocab_size");
+  c.num_layers = r.size("num_hidden_layers");
+  c.shape = LayerShape::read(r);
+  c.hidden_size = c.shape.hidden_size;
+  c.intermediate_size = c.shape.intermediate_size;
+  c.num_heads = c.shape.num_heads;
+  c.num_kv_heads = c.shape.num_kv_heads;
+  c.head_dim = c.shape.head_dim;
+  c.rms_norm_eps = c.shape.rms_norm_eps;
+  c.rope = c.shape.rope;
+  c.max_position_embeddings = r.integer("max_position_embeddings");
+  c.tie_word_embeddings = r.flag("tie_word_embeddings");
+  c.torch_dtype = r.is_set("torch_dtype") ? r.text("torch_dtype") : r.text("dtype");
+  for (int64_t i = 0; i < c.num_layers; ++i) c.blocks.push_back(arch.block(c, r, i));
 
-  const auto bos = parse_token_ids(j, c.file, "bos_token_id");
+  const json ids = {{"bos_token_id", r.value("bos_token_id")}, {"eos_token_id", r.value("eos_token_id")}};
+  const auto bos = parse_token_ids(ids, c.file, "bos_token_id");
   c.bos_token_id = bos.empty() ? -1 : bos[0];
-  c.eos_token_ids = parse_token_ids(j, c.file, "eos_token_id");
+  c.eos_token_ids = parse_token_ids(ids, c.file, "eos_token_id");
   for (int64_t id : c.eos_token_ids)
     if (id >= c.vocab_size) fail(c.file, ": eos_token_id ", id, " is outside the vocabulary of ", c.vocab_size);
   const fs::path gen = fs::path(model_dir) / "generation_config.json";

@@ -1,10 +1,12 @@
 #pragma once
 // The target model's hyper-parameters, read from a Hugging Face config.json (+ generation_config.json).
-// Architecture differences are flags here (see model/architectures.cpp), so one forward serves every family.
+// The keys, their defaults and each layer's block come from the architecture file (model/architecture.h).
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
+
+#include "model/block.h"
 
 namespace eaglet {
 
@@ -20,8 +22,22 @@ struct RopeConfig {
 
   // float32 inverse frequencies for head_dim, as HF computes them (incl. llama3 / linear scaling).
   std::vector<float> inv_freq(int64_t head_dim) const;
-  // rope_theta (default 10000) and rope_scaling of a config object; unsupported types are an Error naming file.
-  static RopeConfig parse(const nlohmann::json& config, const std::string& file);
+  // rope_theta (default `default_theta`) and rope_scaling of a config object; unsupported types are an Error naming
+  // the file.
+  static RopeConfig parse(const nlohmann::json& config, const std::string& file, double default_theta = 10000.0);
+};
+
+class ConfigReader;
+
+// What every Llama-family layer config says (the targets' and the EAGLE-3 drafter's): sizes, heads, head_dim
+// (absent: hidden / heads), eps, activation (silu only), RoPE. Read through the caller's declared keys.
+struct LayerShape {
+  int64_t hidden_size = 0, intermediate_size = 0, num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  float rms_norm_eps = 1e-6f;
+  RopeConfig rope;
+
+  static LayerShape read(const ConfigReader& keys);
+  BlockSpec block() const;  // GQA + SwiGLU of these sizes: no bias, q/k norm or window
 };
 
 struct ModelConfig {
@@ -33,17 +49,15 @@ struct ModelConfig {
   RopeConfig rope;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
-  // Architecture flags.
-  bool qkv_bias = false;  // Qwen2 always; Llama with attention_bias
-  bool o_bias = false;    // Llama with attention_bias
-  bool qk_norm = false;   // Qwen3: per-head RMSNorm of q and k before RoPE
-  std::vector<int64_t> sliding_window;  // per layer; 0 = full attention
+  std::vector<BlockSpec> blocks;  // layer i's block, from the architecture file (model/<model_type>.cpp)
   // Tokens.
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;  // generation stop set
   std::string torch_dtype;
 
+  // config.json (+ generation_config.json) of a Hugging Face folder, read through its architecture's declared keys.
   static ModelConfig load(const std::string& model_dir);
+  LayerShape shape;  // the fields above, as read; every layer's block starts from shape.block()
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
 };

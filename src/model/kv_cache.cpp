@@ -6,36 +6,34 @@
 
 namespace eaglet {
 
-KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t head_dim, int64_t capacity)
-    : layers_(num_layers), kv_heads_(num_kv_heads), head_dim_(head_dim), capacity_(capacity) {
-  const size_t n = static_cast<size_t>(layers_ * kv_heads_ * capacity_ * head_dim_);
-  k_.assign(n, 0.0f);
-  v_.assign(n, 0.0f);
+KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t key_dim, int64_t value_dim, int64_t capacity)
+    : layers_(num_layers), kv_heads_(num_kv_heads), key_dim_(key_dim), value_dim_(value_dim), capacity_(capacity) {
+  k_.assign(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * key_dim_), 0.0f);
+  v_.assign(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * value_dim_), 0.0f);
   positions_.assign(static_cast<size_t>(capacity_), 0);
 }
 
 void KVCache::write(int64_t layer, int64_t slot, const float* k, const float* v) {
-  const int64_t D = head_dim_;
   for (int64_t h = 0; h < kv_heads_; ++h) {
-    float* kt = &k_[head_offset(layer, h)];
-    float* vt = &v_[head_offset(layer, h)];
-    for (int64_t d = 0; d < D; ++d) {
-      kt[d * capacity_ + slot] = k[h * D + d];
-      vt[d * capacity_ + slot] = v[h * D + d];
-    }
+    float* kt = &k_[key_offset(layer, h)];
+    float* vt = &v_[value_offset(layer, h)];
+    for (int64_t d = 0; d < key_dim_; ++d) kt[d * capacity_ + slot] = k[h * key_dim_ + d];
+    for (int64_t d = 0; d < value_dim_; ++d) vt[d * capacity_ + slot] = v[h * value_dim_ + d];
   }
 }
 
+KVLayerView KVCache::view(int64_t layer) const {
+  return {&k_[key_offset(layer, 0)], &v_[value_offset(layer, 0)], key_dim_, value_dim_, capacity_, size_,
+          positions_.data()};
+}
+
 void KVCache::move_slot(int64_t from, int64_t to) {
-  const int64_t D = head_dim_;
   for (int64_t l = 0; l < layers_; ++l)
     for (int64_t h = 0; h < kv_heads_; ++h) {
-      float* kt = &k_[head_offset(l, h)];
-      float* vt = &v_[head_offset(l, h)];
-      for (int64_t d = 0; d < D; ++d) {
-        kt[d * capacity_ + to] = kt[d * capacity_ + from];
-        vt[d * capacity_ + to] = vt[d * capacity_ + from];
-      }
+      float* kt = &k_[key_offset(l, h)];
+      float* vt = &v_[value_offset(l, h)];
+      for (int64_t d = 0; d < key_dim_; ++d) kt[d * capacity_ + to] = kt[d * capacity_ + from];
+      for (int64_t d = 0; d < value_dim_; ++d) vt[d * capacity_ + to] = vt[d * capacity_ + from];
     }
   positions_[static_cast<size_t>(to)] = positions_[static_cast<size_t>(from)];
 }

@@ -2,28 +2,28 @@
 // Keys (after RoPE) and values of every layer, fp32, one slot per token. A forward writes its M new tokens into
 // the slots after the committed ones; they stay pending until the caller keeps all of them (prefill, decode), a
 // chosen path of them (tree verification), or none.
-// Layout, per layer and KV head: keys and values both transposed, [head_dim, capacity], so that scores = Q·Kᵀ is
-// vectorised along the cache (no horizontal sums per score) and out = P·V is a dot product per output element.
+// Layout, per layer and KV head: keys [key_dim, capacity] and values [value_dim, capacity], both transposed (see
+// kernels/attention.h). Keys and values may differ in width (MLA).
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "kernels/attention.h"
 
 namespace eaglet {
 
 class KVCache {
  public:
   KVCache() = default;
-  KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t head_dim, int64_t capacity);
+  KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t key_dim, int64_t value_dim, int64_t capacity);
 
   int64_t size() const { return size_; }         // committed tokens
   int64_t pending() const { return pending_; }   // tokens written by the last forward, not committed
   int64_t capacity() const { return capacity_; }
-  int64_t head_dim() const { return head_dim_; }
 
-  // Stores one token's keys and values ([num_kv_heads * head_dim] each) in `slot`.
+  // Stores one token's keys [num_kv_heads * key_dim] and values [num_kv_heads * value_dim] in `slot`.
   void write(int64_t layer, int64_t slot, const float* k, const float* v);
-  const float* keys_t(int64_t layer, int64_t kv_head) const { return &k_[head_offset(layer, kv_head)]; }
-  const float* values_t(int64_t layer, int64_t kv_head) const { return &v_[head_offset(layer, kv_head)]; }
+  KVLayerView view(int64_t layer) const;  // for attention over the committed entries and the pending batch
   int64_t position(int64_t slot) const { return positions_[static_cast<size_t>(slot)]; }
 
   // Called by the forward: reserves slots [size, size + positions.size()) for a batch. Throws if it does not fit.
@@ -34,11 +34,14 @@ class KVCache {
   void truncate(int64_t n);                            // forget committed tokens from n on
 
  private:
-  size_t head_offset(int64_t layer, int64_t kv_head) const {
-    return static_cast<size_t>((layer * kv_heads_ + kv_head) * capacity_ * head_dim_);
+  size_t key_offset(int64_t layer, int64_t kv_head) const {
+    return static_cast<size_t>((layer * kv_heads_ + kv_head) * capacity_ * key_dim_);
+  }
+  size_t value_offset(int64_t layer, int64_t kv_head) const {
+    return static_cast<size_t>((layer * kv_heads_ + kv_head) * capacity_ * value_dim_);
   }
   void move_slot(int64_t from, int64_t to);
-  int64_t layers_ = 0, kv_heads_ = 0, head_dim_ = 0, capacity_ = 0, size_ = 0, pending_ = 0;
+  int64_t layers_ = 0, kv_heads_ = 0, key_dim_ = 0, value_dim_ = 0, capacity_ = 0, size_ = 0, pending_ = 0;
   std::vector<float> k_, v_;
   std::vector<int64_t> positions_;
 };

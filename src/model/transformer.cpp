@@ -1,5 +1,7 @@
 #include "model/transformer.h"
 
+#include "model/architecture.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,63 +18,36 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& model_dir, con
   std::unique_ptr<Transformer> t(new Transformer());
   t->config_ = ModelConfig::load(model_dir);
   t->checkpoint_ = Checkpoint::open_dir(model_dir);
-  t->load_weights(options);
-  t->inv_freq_ = t->config_.rope.inv_freq(t->config_.head_dim);
+  const ModelConfig& c = t->config_;
+  const TensorList list = architecture_for(c.model_type, c.file).tensors(c);
+  t->bind_weights(load_tensors(t->checkpoint_, list, c.model_type + " model " + c.dir, options.allow_unused_tensors));
+  t->inv_freq_ = c.rope.inv_freq(c.head_dim);
   return t;
 }
 
-void Transformer::load_weights(const LoadOptions& options) {
+void Transformer::bind_weights(const LoadedTensors& tensors) {
   const ModelConfig& c = config_;
-  TensorConsumer take(checkpoint_, c.model_type + " model " + c.dir);
-  take.allow_unexpected(options.allow_unused_tensors);
-  const int64_t H = c.hidden_size, V = c.vocab_size, I = c.intermediate_size, D = c.head_dim;
-  embed_ = take.take("model.embed_tokens.weight", {V, H});
-  auto linear = [&](const std::string& name, int64_t out, int64_t in, bool bias) {
-    Linear l;
-    l.w = as_matrix(take.take(name + ".weight", {out, in}));
-    if (bias) l.bias = to_f32(take.take(name + ".bias", {out}));
-    return l;
-  };
-  layers_.resize(static_cast<size_t>(c.num_layers));
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerWeights& L = layers_[static_cast<size_t>(i)];
-    L.attn_norm = to_f32(take.take(p + "input_layernorm.weight", {H}));
-    L.mlp_norm = to_f32(take.take(p + "post_attention_layernorm.weight", {H}));
-    L.q = linear(p + "self_attn.q_proj", c.q_dim(), H, c.qkv_bias);
-    L.k = linear(p + "self_attn.k_proj", c.kv_dim(), H, c.qkv_bias);
-    L.v = linear(p + "self_attn.v_proj", c.kv_dim(), H, c.qkv_bias);
-    L.o = linear(p + "self_attn.o_proj", H, c.q_dim(), c.o_bias);
-    if (c.qk_norm) {
-      L.q_norm = to_f32(take.take(p + "self_attn.q_norm.weight", {D}));
-      L.k_norm = to_f32(take.take(p + "self_attn.k_norm.weight", {D}));
-    }
-    L.gate = linear(p + "mlp.gate_proj", I, H, false);
-    L.up = linear(p + "mlp.up_proj", I, H, false);
-    L.down = linear(p + "mlp.down_proj", H, I, false);
-    take.declare_unused(p + "self_attn.rotary_emb.inv_freq", "recomputed from config.json (old HF conversions)");
-  }
-  final_norm_ = to_f32(take.take("model.norm.weight", {H}));
+  embed_ = &tensors.get("model.embed_tokens.weight");
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    blocks_.push_back(BlockWeights::bind(c.blocks[static_cast<size_t>(i)], "model.layers." + std::to_string(i) + ".", tensors));
+  final_norm_ = to_f32(&tensors.get("model.norm.weight"));
+  const TensorView* head = tensors.find("lm_head.weight");
   if (c.tie_word_embeddings) {
     // HF ties the head to embed_tokens and drops a stored lm_head.weight; accept one only if it is the same tensor.
-    const TensorView* head = take.take_optional("lm_head.weight", {V, H});
-    if (head != nullptr && embed_ != nullptr &&
-        (head->dtype != embed_->dtype || std::memcmp(head->data, embed_->data, head->nbytes) != 0))
+    if (head != nullptr && (head->dtype != embed_->dtype || std::memcmp(head->data, embed_->data, head->nbytes) != 0))
       fail(head->file, ": lm_head.weight differs from model.embed_tokens.weight but ", c.file,
            " says tie_word_embeddings: true, which would silently discard it (set it to false if the head is meant)");
-    lm_head_ = as_matrix(embed_);
-  } else {
-    lm_head_ = as_matrix(take.take("lm_head.weight", {V, H}));
+    head = embed_;
   }
-  take.finish();
+  lm_head_ = as_matrix(head);
 }
 
 KVCache Transformer::make_cache(int64_t capacity) const {
-  return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, capacity);
+  return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity);
 }
 
-std::vector<int> Transformer::default_aux_layers() const {
-  const int L = static_cast<int>(config_.num_layers);
+std::vector<int> default_aux_layers(int64_t num_layers) {
+  const int L = static_cast<int>(num_layers);
   return {2, L / 2, L - 3};
 }
 
@@ -123,30 +98,21 @@ void Transformer::forward(KVCache& cache, const ForwardBatch& batch) {
   batch_ = M;
   grow(x_, M * H);
   grow(xn_, M * H);
-  grow(tmp_, M * H);
   grow(aux_, M * aux_width());
   grow(positions_, M);
-  scratch_.reserve(M, c.q_dim(), c.kv_dim(), c.intermediate_size);
   for (int64_t m = 0; m < M; ++m)
     positions_[static_cast<size_t>(m)] =
         batch.positions.empty() ? static_cast<int32_t>(cache.size() + m) : batch.positions[static_cast<size_t>(m)];
   const std::span<const int32_t> positions(positions_.data(), static_cast<size_t>(M));
   cache.begin_batch(positions);
   rope_.compute(positions, inv_freq_);
-  float *x = x_.data(), *xn = xn_.data(), *tmp = tmp_.data();
+  float *x = x_.data(), *xn = xn_.data();
   for (int64_t m = 0; m < M; ++m) embed(batch.tokens[static_cast<size_t>(m)], x + m * H);
 
   for (int64_t li = 0; li < c.num_layers; ++li) {
-    const LayerWeights& L = layers_[static_cast<size_t>(li)];
     capture(li);
-    const AttentionShape shape{c.num_heads, c.num_kv_heads, c.head_dim, c.rms_norm_eps,
-                               c.sliding_window[static_cast<size_t>(li)]};
-    for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, L.attn_norm.data(), H, c.rms_norm_eps);
-    self_attention(tmp, xn, M, L, shape, cache, li, positions, {batch.mask, 0}, rope_, scratch_);
-    add_inplace(x, tmp, M * H);
-    for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, L.mlp_norm.data(), H, c.rms_norm_eps);
-    swiglu_mlp(tmp, xn, M, L, scratch_);
-    add_inplace(x, tmp, M * H);
+    const BlockContext ctx{cache, li, positions, {batch.mask, 0}, rope_};
+    run_block(c.blocks[static_cast<size_t>(li)], blocks_[static_cast<size_t>(li)], x, M, ctx, scratch_);
   }
   capture(c.num_layers);
 

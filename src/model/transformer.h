@@ -1,5 +1,6 @@
 #pragma once
-// The target model: a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3) read from a Hugging Face folder.
+// The target model, read from a Hugging Face folder: embeddings, the blocks its architecture file declares
+// (model/llama.cpp, ...), final norm and head.
 // One forward processes a batch of new tokens with explicit positions and an explicit attention mask over the
 // cache + the batch, which covers prefill, decode, chain verification and tree verification alike. The generic
 // layer loop records the residual stream entering chosen layers (EAGLE-3 aux hidden states) for every architecture.
@@ -12,7 +13,8 @@
 #include "kernels/matmul.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
-#include "model/layer.h"
+#include "model/block.h"
+#include "model/tensor_list.h"
 
 namespace eaglet {
 
@@ -24,6 +26,9 @@ struct ForwardBatch {
   std::span<const uint8_t> mask;
   bool all_logits = false;  // logits for every row (verification, perplexity) or only the last row
 };
+
+// The aux layers EAGLE-3 reads when a drafter names none: [2, L/2, L-3] of L layers, as every implementation does.
+std::vector<int> default_aux_layers(int64_t num_layers);
 
 struct LoadOptions {
   bool allow_unused_tensors = false;  // explicit opt-out of strict tensor accounting (never the default)
@@ -40,7 +45,7 @@ class Transformer {
   // layer i, i == L the final pre-norm output. Sorted ascending; out-of-range or repeated ids are an Error.
   void set_aux_layers(std::vector<int> ids);
   const std::vector<int>& aux_layers() const { return aux_layers_; }
-  std::vector<int> default_aux_layers() const;  // [2, L/2, L-3], as the EAGLE-3 reference
+  std::vector<int> default_aux_layers() const { return eaglet::default_aux_layers(config_.num_layers); }
 
   // Runs the batch. Its K/V are written to the cache as pending entries; commit or discard them after.
   void forward(KVCache& cache, const ForwardBatch& batch);
@@ -60,13 +65,13 @@ class Transformer {
 
  private:
   Transformer() = default;
-  void load_weights(const LoadOptions& options);
+  void bind_weights(const LoadedTensors& tensors);
   void capture(int64_t layer_index);
 
   ModelConfig config_;
   Checkpoint checkpoint_;
   const TensorView* embed_ = nullptr;
-  std::vector<LayerWeights> layers_;
+  std::vector<BlockWeights> blocks_;
   std::vector<float> final_norm_;
   WeightMatrix lm_head_;
   std::vector<float> inv_freq_;
@@ -74,9 +79,9 @@ class Transformer {
 
   // Activations of the current batch (grown on demand, never shrunk: no allocation per token).
   int64_t batch_ = 0, logits_rows_ = 0;
-  std::vector<float> x_, xn_, tmp_, logits_, aux_;
+  std::vector<float> x_, xn_, logits_, aux_;
   std::vector<int32_t> positions_;
-  LayerScratch scratch_;
+  BlockScratch scratch_;
   RopeAngles rope_;
 };
 

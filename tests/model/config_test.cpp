@@ -37,19 +37,19 @@ std::string edited_model(const std::string& name, const std::function<void(json&
 TEST(Config, ReadsEveryArchitectureFlag) {
   const auto llama = ModelConfig::load(test::tiny_model_dir("llama_fp32"));
   EXPECT_EQ(llama.rope.type, RopeType::Llama3);
-  EXPECT_FALSE(llama.qkv_bias);
+  EXPECT_FALSE(llama.blocks[0].qkv_bias);
   EXPECT_EQ(llama.head_dim, 16);
   const auto qwen2 = ModelConfig::load(test::tiny_model_dir("qwen2_fp32"));
-  EXPECT_TRUE(qwen2.qkv_bias);
-  EXPECT_FALSE(qwen2.o_bias);
-  for (int64_t w : qwen2.sliding_window) EXPECT_EQ(w, 0) << "use_sliding_window is false";
+  EXPECT_TRUE(qwen2.blocks[0].qkv_bias);
+  EXPECT_FALSE(qwen2.blocks[0].o_bias);
+  for (const BlockSpec& b : qwen2.blocks) EXPECT_EQ(b.sliding_window, 0) << "use_sliding_window is false";
   const auto qwen3 = ModelConfig::load(test::tiny_model_dir("qwen3_fp32"));
-  EXPECT_TRUE(qwen3.qk_norm);
+  EXPECT_TRUE(qwen3.blocks[0].qk_norm);
   EXPECT_EQ(qwen3.head_dim, 32);
   EXPECT_EQ(qwen3.q_dim(), 128);
   EXPECT_TRUE(qwen3.tie_word_embeddings);
   const auto mistral = ModelConfig::load(test::tiny_model_dir("mistral_fp32"));
-  for (int64_t w : mistral.sliding_window) EXPECT_EQ(w, 6);
+  for (const BlockSpec& b : mistral.blocks) EXPECT_EQ(b.sliding_window, 6);
 }
 
 TEST(Config, EosFromGenerationConfigAsIntOrList) {
@@ -68,7 +68,7 @@ TEST(Config, QwenSlidingWindowFollowsUseSlidingWindowAndMaxWindowLayers) {
     j["use_sliding_window"] = true;
     j["max_window_layers"] = 5;
   }, "qwen2_fp32"));
-  for (int64_t i = 0; i < c.num_layers; ++i) EXPECT_EQ(c.sliding_window[static_cast<size_t>(i)], i >= 5 ? 4 : 0) << i;
+  for (int64_t i = 0; i < c.num_layers; ++i) EXPECT_EQ(c.blocks[static_cast<size_t>(i)].sliding_window, i >= 5 ? 4 : 0) << i;
 }
 
 TEST(Config, Llama3InverseFrequenciesCoverAllBands) {

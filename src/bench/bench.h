@@ -1,0 +1,47 @@
+#pragma once
+// eaglet bench: measured speed, printed (never asserted). One file per benchmark:
+//   plain.cpp        --plain: prefill/decode tok/s at several thread counts, GB/s of weights per decode step
+//   cost_curve.cpp   --cost-curve: T(M)/T(1) for M new tokens after a cached context, bandwidth probe,
+//                    --drafter-step: a drafter step against a target step
+//   speculative.cpp  -d DRAFTER --prompts FILE, or --echo-pair: plain vs speculative over a prompt set
+//   synthetic.cpp    the random-weight models of real shapes they run on
+#include <string>
+#include <vector>
+
+#include "sample/sampler.h"
+#include "speculative/options.h"
+
+namespace eaglet {
+class Transformer;
+}
+
+namespace eaglet::bench {
+
+struct BenchArgs {
+  bool plain = false, json = false, cost_curve = false, drafter_step = false, echo_pair = false;
+  float deviation = 0.0f;
+  int draft_vocab = 32000;
+  std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64}, contexts = {512, 2048};
+  int repeats = 3;
+  std::string model, shape = "1b", synthetic_dir = "models";
+  int prompt_tokens = 128, decode_tokens = 32;
+  std::vector<int> threads = {1, 2};
+  // speculative: the drafter, aux convention and (when given) one draft setting come from the shared flags
+  SpecOptions spec;
+  bool spec_setting_given = false;  // --speculative-num-steps/-eagle-topk/-num-draft-tokens: run that one setting
+  std::string prompts_file;
+  int num_prompts = 0, max_tokens = 128, bench_threads = 0;
+  std::vector<std::string> settings = {"5,1,6", "5,4,8", "6,8,16"};
+  SamplingParams sampling;
+};
+
+int run_plain(const BenchArgs& a);
+int run_cost_curve(const BenchArgs& a);
+int run_speculative(const BenchArgs& a);
+
+// -m DIR, or a synthetic model of --shape written once under --synthetic-dir.
+std::string model_dir(const BenchArgs& a);
+// Bytes of weights one decode step streams (all matrices, the head once).
+int64_t weight_bytes_per_token(const Transformer& model);
+
+}  // namespace eaglet::bench

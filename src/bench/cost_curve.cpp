@@ -1,0 +1,115 @@
+// eaglet bench --cost-curve: the cost of verifying M tokens at once, against one; and a drafter step.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "bench/bench.h"
+#include "util/timer.h"
+#include "tokenizer/tokenizer.h"
+#include "kernels/bandwidth.h"
+#include "kernels/cpu_features.h"
+#include "bench/synthetic.h"
+#include "model/transformer.h"
+#include "drafter/eagle3_drafter.h"
+#include "generate/generation.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace eaglet::bench {
+
+namespace {
+
+void time_drafter_step(const BenchArgs& a, Transformer& target, double target_ms) {
+  std::string dir = a.spec.drafter;
+  if (dir.empty()) {
+    if (!a.model.empty()) fail("--drafter-step with -m needs -d DRAFTER");
+    const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
+    dir = a.synthetic_dir + "/synthetic-" + shape.name + "-drafter-" + std::to_string(a.draft_vocab) + "-bf16";
+    ensure_synthetic_drafter(dir, shape, a.draft_vocab, DType::BF16, 2);
+  }
+  auto drafter = Eagle3Drafter::load(dir, target, {});
+  const int ctx = a.contexts[0];
+  const int64_t W = 3 * target.config().hidden_size, H = drafter->config().hidden_size;
+  KVCache cache = drafter->make_cache(ctx + 16);
+  std::vector<float> aux(static_cast<size_t>(256 * W), 0.1f), hidden(static_cast<size_t>(16 * H), 0.1f);
+  std::vector<int32_t> tokens(256, 5), positions(256);
+  for (int start = 0; start < ctx; start += 256) {
+    const int n = std::min(256, ctx - start);
+    for (int i = 0; i < n; ++i) positions[static_cast<size_t>(i)] = start + i;
+    drafter->forward(cache, {tokens.data(), static_cast<size_t>(n)}, aux.data(), Eagle3Drafter::Input::TargetAux,
+                     {positions.data(), static_cast<size_t>(n)}, {}, false);
+    cache.commit_all();
+  }
+  std::printf("\ndrafter %s (draft vocab %lld), after %d cached tokens:\n", dir.c_str(),
+              static_cast<long long>(drafter->config().draft_vocab_size), ctx);
+  for (int m : {1, 4}) {
+    for (int i = 0; i < m; ++i) positions[static_cast<size_t>(i)] = ctx;
+    double best = 1e30;
+    for (int r = 0; r < a.repeats + 1; ++r) {
+      Timer t;
+      drafter->forward(cache, {tokens.data(), static_cast<size_t>(m)}, hidden.data(), Eagle3Drafter::Input::OwnHidden,
+                       {positions.data(), static_cast<size_t>(m)}, {}, true);
+      best = std::min(best, t.seconds());
+      cache.discard_pending();
+    }
+    std::printf("  step of %d token(s): %.2f ms = %.1f%% of a target decode step (%.1f ms)\n", m, best * 1e3,
+                100.0 * best * 1e3 / target_ms, target_ms);
+  }
+}
+
+// Time of one target forward over M new tokens (all logits, as verification needs) after `ctx` cached tokens.
+}  // namespace
+
+int run_cost_curve(const BenchArgs& a) {
+  set_num_threads(a.bench_threads);
+  const std::string dir = model_dir(a);
+  auto model = Transformer::load(dir);
+  const int64_t bytes = weight_bytes_per_token(*model), vocab = model->config().vocab_size;
+  const double probe = probe_read_bandwidth(thread_pool());
+  std::printf("model: %s, %.2f GB of weights per forward, kernels: %s, %d threads\n", dir.c_str(), bytes / 1e9,
+              std::string(isa_name(active_isa())).c_str(), thread_pool().size());
+  std::printf("memory read bandwidth (probe, %d threads): %.1f GB/s\n\n", thread_pool().size(), probe);
+  const int max_m = *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end());
+  std::mt19937 rng(11);
+  std::vector<int32_t> tokens(static_cast<size_t>(std::max(max_m, *std::max_element(a.contexts.begin(), a.contexts.end()))));
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+  std::vector<std::vector<double>> ms(a.contexts.size());
+  for (size_t c = 0; c < a.contexts.size(); ++c) {
+    const int ctx = a.contexts[c];
+    KVCache cache = model->make_cache(ctx + max_m);
+    for (int start = 0; start < ctx; start += 256) {
+      const int n = std::min(256, ctx - start);
+      model->forward(cache, {.tokens = {tokens.data() + start, static_cast<size_t>(n)}});
+      cache.commit_all();
+    }
+    for (int m : a.batch_sizes) {
+      double best = 1e30;
+      for (int r = 0; r < a.repeats; ++r) {
+        Timer t;
+        model->forward(cache, {.tokens = {tokens.data(), static_cast<size_t>(m)}, .all_logits = true});
+        best = std::min(best, t.seconds());
+        cache.discard_pending();
+      }
+      ms[c].push_back(best * 1e3);
+    }
+  }
+  std::printf("| M (new tokens) |");
+  for (int ctx : a.contexts) std::printf(" ctx %d: ms | T(M)/T(1) |", ctx);
+  std::printf("\n|---|");
+  for (size_t c = 0; c < a.contexts.size(); ++c) std::printf("---|---|");
+  std::printf("\n");
+  for (size_t i = 0; i < a.batch_sizes.size(); ++i) {
+    std::printf("| %d |", a.batch_sizes[i]);
+    for (size_t c = 0; c < a.contexts.size(); ++c) std::printf(" %.1f | %.2f |", ms[c][i], ms[c][i] / ms[c][0]);
+    std::printf("\n");
+  }
+  const double decode_gb_s = bytes / (ms[0][0] / 1e3) / 1e9;
+  std::printf("\ndecode (M=1, ctx %d): %.1f GB/s of weights = %.0f%% of the probed bandwidth\n", a.contexts[0],
+              decode_gb_s, 100.0 * decode_gb_s / probe);
+  if (a.drafter_step) time_drafter_step(a, *model, ms[0][0]);
+  return 0;
+}
+
+}  // namespace eaglet::bench

@@ -1,0 +1,98 @@
+// eaglet bench --plain: prefill and decode speed of a target at several thread counts, and the weight bandwidth of
+// decoding.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "bench/bench.h"
+#include "util/timer.h"
+#include "tokenizer/tokenizer.h"
+#include "kernels/bandwidth.h"
+#include "kernels/cpu_features.h"
+#include "bench/synthetic.h"
+#include "model/transformer.h"
+#include "drafter/eagle3_drafter.h"
+#include "generate/generation.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace eaglet::bench {
+
+namespace {
+
+struct PlainResult {
+  int threads;
+  double prefill_tok_s, decode_tok_s, decode_gb_s;
+};
+
+PlainResult measure(Transformer& model, int threads, const BenchArgs& a, int64_t decode_bytes) {
+  set_num_threads(threads);
+  const int64_t vocab = model.config().vocab_size;
+  std::mt19937 rng(7);
+  std::vector<int32_t> prompt(static_cast<size_t>(a.prompt_tokens));
+  for (auto& t : prompt) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+  KVCache cache = model.make_cache(a.prompt_tokens + a.decode_tokens + 1);
+  model.forward(cache, {.tokens = {prompt.data(), 8}});  // warm-up: page in the weights
+  cache.truncate(0);
+  Timer prefill;
+  model.forward(cache, {.tokens = prompt});
+  cache.commit_all();
+  const double prefill_s = prefill.seconds();
+  int32_t token = prompt.back();
+  Timer decode;
+  for (int i = 0; i < a.decode_tokens; ++i) {
+    model.forward(cache, {.tokens = {&token, 1}});
+    cache.commit_all();
+    token = static_cast<int32_t>((token * 31 + 7) % vocab);
+  }
+  const double decode_s = decode.seconds();
+  const double tok_s = a.decode_tokens / decode_s;
+  return {threads, a.prompt_tokens / prefill_s, tok_s, tok_s * static_cast<double>(decode_bytes) / 1e9};
+}
+
+}  // namespace
+
+int64_t weight_bytes_per_token(const Transformer& model) {
+  const ModelConfig& c = model.config();
+  const int64_t per_layer = c.hidden_size * (2 * c.q_dim() + 2 * c.kv_dim()) + 3 * c.hidden_size * c.intermediate_size;
+  return static_cast<int64_t>(dtype_size(model.lm_head().dtype)) *
+         (c.num_layers * per_layer + c.vocab_size * c.hidden_size);
+}
+
+std::string model_dir(const BenchArgs& a) {
+  if (!a.model.empty()) return a.model;
+  if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+  const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
+  const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + "-bf16";
+  std::fprintf(stderr, "bench: using %s (random bf16 weights, %s shape; written once)\n", dir.c_str(), shape.name.c_str());
+  ensure_synthetic_model(dir, shape, DType::BF16, 1);
+  return dir;
+}
+
+// One drafter step (one layer + lm_head over the draft vocabulary) after a cached context, against a target step.
+int run_plain(const BenchArgs& a) {
+  const std::string dir = model_dir(a);
+  auto model = Transformer::load(dir);
+  const int64_t decode_bytes = weight_bytes_per_token(*model);
+  std::vector<PlainResult> results;
+  for (int t : a.threads) results.push_back(measure(*model, t, a, decode_bytes));
+  if (a.json) {
+    nlohmann::json j = {{"model", dir}, {"isa", std::string(isa_name(active_isa()))}, {"decode_weight_bytes", decode_bytes}};
+    for (const auto& r : results)
+      j["runs"].push_back({{"threads", r.threads}, {"prefill_tok_s", r.prefill_tok_s}, {"decode_tok_s", r.decode_tok_s},
+                           {"decode_gb_s", r.decode_gb_s}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model: %s (%.2f GB of weights streamed per decoded token), kernels: %s\n", dir.c_str(),
+              static_cast<double>(decode_bytes) / 1e9, std::string(isa_name(active_isa())).c_str());
+  std::printf("| threads | prefill tok/s (%d tokens) | decode tok/s | decode GB/s |\n", a.prompt_tokens);
+  std::printf("|---|---|---|---|\n");
+  for (const auto& r : results)
+    std::printf("| %d | %.1f | %.2f | %.1f |\n", r.threads, r.prefill_tok_s, r.decode_tok_s, r.decode_gb_s);
+  return 0;
+}
+
+}  // namespace eaglet::bench

@@ -1,0 +1,185 @@
+// eaglet bench -d DRAFTER --prompts FILE (or --echo-pair): plain vs speculative decoding over a prompt set.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "bench/bench.h"
+#include "util/int_list.h"
+#include "util/timer.h"
+#include "tokenizer/tokenizer.h"
+#include "kernels/bandwidth.h"
+#include "kernels/cpu_features.h"
+#include "bench/synthetic.h"
+#include "model/transformer.h"
+#include "drafter/eagle3_drafter.h"
+#include "drafter/eagle3_proposer.h"
+#include "speculative/loop.h"
+#include "generate/generation.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace eaglet::bench {
+
+namespace {
+
+std::vector<std::string> read_prompts(const std::string& path, int limit) {
+  std::ifstream in(path);
+  if (!in) fail(path, ": cannot open");
+  std::vector<std::string> prompts;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    if (line[0] == '{') {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception& e) {
+        fail(path, ":", line_no, ": not valid JSON (", e.what(), ")");
+      }
+      if (!j.contains("prompt") || !j["prompt"].is_string()) fail(path, ":", line_no, ": no string field 'prompt'");
+      prompts.push_back(j["prompt"].get<std::string>());
+    } else {
+      prompts.push_back(line);
+    }
+    if (limit > 0 && static_cast<int>(prompts.size()) >= limit) break;
+  }
+  if (prompts.empty()) fail(path, ": no prompts");
+  return prompts;
+}
+
+struct Totals {
+  int64_t tokens = 0;
+  double decode_s = 0;
+  SpecStats stats;
+  bool identical = true;
+  double tok_s() const { return decode_s > 0 ? static_cast<double>(tokens) / decode_s : 0; }
+};
+
+void add(Totals& t, const GenerationResult& r) {
+  t.tokens += static_cast<int64_t>(r.tokens.size());
+  t.decode_s += r.decode_seconds;
+  t.stats.merge(r.stats);
+}
+
+}  // namespace
+
+int run_speculative(const BenchArgs& a) {
+  set_num_threads(a.bench_threads);
+  std::string target_dir = a.model, drafter_dir = a.spec.drafter;
+  if (a.echo_pair) {
+    if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+    const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
+    char dev[32];
+    std::snprintf(dev, sizeof dev, "%g", a.deviation);
+    const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + "-echo-" + dev;
+    std::fprintf(stderr, "bench: synthetic pair %s (bigram target of %s shape, drafter built to match it)\n",
+                 dir.c_str(), shape.name.c_str());
+    ensure_echo_pair(dir, shape, a.draft_vocab, a.deviation);
+    target_dir = dir + "/target";
+    drafter_dir = dir + "/drafter";
+  } else if (a.model.empty() || a.prompts_file.empty()) {
+    fail("bench: speculative mode needs -m TARGET, -d DRAFTER and --prompts FILE (or --echo-pair)");
+  }
+  auto target = Transformer::load(target_dir);
+  auto drafter = Eagle3Drafter::load(drafter_dir, *target, {.aux_convention = a.spec.convention()});
+  Eagle3Proposer proposer(*drafter);
+  std::fprintf(stderr, "%s\n", drafter->describe().c_str());
+  std::vector<std::vector<int32_t>> prompts;
+  if (a.echo_pair) {  // no tokenizer: random token prompts
+    std::mt19937 rng(21);
+    for (int i = 0; i < (a.num_prompts > 0 ? a.num_prompts : 4); ++i) {
+      std::vector<int32_t> p(static_cast<size_t>(a.prompt_tokens));
+      for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(target->config().vocab_size));
+      prompts.push_back(std::move(p));
+    }
+  } else {
+    Tokenizer tokenizer = Tokenizer::load(target_dir);
+    for (const auto& p : read_prompts(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
+  }
+  const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
+
+  Totals plain;
+  std::vector<std::vector<int32_t>> plain_out;
+  for (const auto& p : prompts) {
+    GenerationResult r = generate_plain(*target, p, a.sampling, limits);
+    add(plain, r);
+    plain_out.push_back(r.tokens);
+  }
+  struct Row {
+    std::string setting, scheme;
+    DraftParams params;
+    Totals t;
+  };
+  std::vector<Row> rows;
+  const bool sampled = !a.sampling.greedy();
+  std::vector<DraftParams> settings;
+  if (a.spec_setting_given) settings.push_back(a.spec.draft_params());
+  for (const std::string& s : a.spec_setting_given ? std::vector<std::string>{} : a.settings) {
+    const auto v = parse_int_list(s, "--setting");
+    if (v.size() != 3 || v[0] < 1 || v[1] < 1 || v[2] < 2) fail("--setting '", s, "': expected steps,topk,draft_tokens");
+    settings.push_back(DraftParams{v[0], v[1], v[2]}.resolved());
+  }
+  for (const DraftParams& p : settings) {
+    const std::string name = (p.topk == 1 ? "chain " : "tree ") + std::to_string(p.num_steps) + "/" +
+                             std::to_string(p.topk) + "/" + std::to_string(p.num_draft_tokens);
+    for (SpecSampling scheme : sampled ? std::vector{SpecSampling::TargetOnly, SpecSampling::DraftQ}
+                                       : std::vector{SpecSampling::TargetOnly}) {
+      Row row{name, !sampled ? "greedy" : scheme == SpecSampling::TargetOnly ? "target-only" : "draft-q", p, {}};
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        GenerationResult r = generate_speculative(*target, proposer, prompts[i], {p, scheme, a.sampling}, limits);
+        row.t.identical = row.t.identical && r.tokens == plain_out[i];
+        add(row.t, r);
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  if (a.json) {
+    nlohmann::json j = {{"target", target_dir}, {"drafter", drafter_dir}, {"prompts", prompts.size()},
+                        {"max_tokens", a.max_tokens}, {"threads", thread_pool().size()},
+                        {"temperature", a.sampling.temperature},
+                        {"plain", {{"tokens", plain.tokens}, {"decode_tok_s", plain.tok_s()}}}};
+    for (const Row& r : rows) {
+      std::vector<double> depth;
+      for (size_t d = 0; d < r.t.stats.depth_reached.size(); ++d)
+        depth.push_back(r.t.stats.depth_reached[d] ? static_cast<double>(r.t.stats.depth_accepted[d]) / r.t.stats.depth_reached[d] : 0.0);
+      j["runs"].push_back({{"setting", r.setting}, {"scheme", r.scheme}, {"num_steps", r.params.num_steps},
+                           {"topk", r.params.topk}, {"num_draft_tokens", r.params.num_draft_tokens},
+                           {"tokens", r.t.tokens}, {"decode_tok_s", r.t.tok_s()},
+                           {"speedup", r.t.tok_s() / plain.tok_s()}, {"accept_len", r.t.stats.accept_length()},
+                           {"accept_rate", r.t.stats.accept_rate()}, {"draft_acceptance", r.t.stats.draft_acceptance()},
+                           {"per_depth_acceptance", depth}, {"identical_to_plain", r.t.identical},
+                           {"round_seconds", {{"draft", r.t.stats.time.draft}, {"verify", r.t.stats.time.verify},
+                                              {"accept_commit", r.t.stats.time.accept_commit},
+                                              {"drafter_extend", r.t.stats.time.extend}}}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("target %s, drafter %s, %zu prompts x %d tokens, %d threads, temperature %.2f\n", target_dir.c_str(),
+              drafter_dir.c_str(), prompts.size(), a.max_tokens, thread_pool().size(), a.sampling.temperature);
+  std::printf("| setting (steps/topk/tokens) | verify | decode tok/s | speedup | accept len | accept rate | "
+              "draft acceptance | per-depth acceptance | same output as plain |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| plain | - | %.1f | 1.00x | - | - | - | - | - |\n", plain.tok_s());
+  for (const Row& r : rows) {
+    std::string depth;
+    char buf[32];
+    for (size_t d = 0; d < r.t.stats.depth_reached.size(); ++d) {
+      std::snprintf(buf, sizeof buf, "%s%.2f", d ? " " : "",
+                    r.t.stats.depth_reached[d] ? static_cast<double>(r.t.stats.depth_accepted[d]) / r.t.stats.depth_reached[d] : 0.0);
+      depth += buf;
+    }
+    std::printf("| %s | %s | %.1f | %.2fx | %.2f | %.2f | %.1f%% | %s | %s |\n", r.setting.c_str(), r.scheme.c_str(),
+                r.t.tok_s(), r.t.tok_s() / plain.tok_s(), r.t.stats.accept_length(), r.t.stats.accept_rate(),
+                100.0 * r.t.stats.draft_acceptance(), depth.c_str(),
+                sampled ? "n/a (sampling)" : r.t.identical ? "yes" : "NO");
+  }
+  std::printf("\n");
+  for (const Row& r : rows) std::printf("%s %s: %s\n", r.setting.c_str(), r.scheme.c_str(), r.t.stats.time_line().c_str());
+  return 0;
+}
+
+}  // namespace eaglet::bench

@@ -1,0 +1,52 @@
+#pragma once
+// An EAGLE-3 drafter's config.json, in each published layout, resolved to one explicit set of options.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/block.h"
+#include "model/config.h"
+
+namespace eaglet {
+
+// Where the checkpoint came from; decides tensor names and the default meaning of aux-layer ids.
+enum class DrafterLayout {
+  Eagle,        // SafeAILab EAGLE / SpecForge / SGLang: LlamaForCausalLM(Eagle3), midlayer.*, optional eagle_config
+  Speculators,  // vllm-project/speculators: Eagle3Speculator with transformer_layer_config, layers.N.*
+  VllmEagle3,   // vLLM / AngelSlim: Eagle3LlamaForCausalLM, flat config
+};
+
+// What an explicit aux-layer id i means: the residual stream entering layer i (vLLM, speculators, HF
+// hidden_states[i]) or leaving layer i (SGLang / SpecForge explicit ids; = entering layer i + 1).
+enum class AuxConvention { Input, Output };
+
+const char* layout_name(DrafterLayout l);
+const char* convention_name(AuxConvention c);
+// "input" / "output" (flag and config spelling); anything else is an Error naming `what`.
+AuxConvention parse_aux_convention(const std::string& text, const std::string& what);
+
+struct DrafterConfig {
+  std::string dir, file, architecture;
+  DrafterLayout layout = DrafterLayout::Eagle;
+  int64_t hidden_size = 0, intermediate_size = 0, num_layers = 1, num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int64_t vocab_size = 0;         // the target vocabulary the drafter was trained for
+  int64_t draft_vocab_size = 0;   // rows of lm_head
+  int64_t target_hidden_size = 0;
+  float rms_norm_eps = 1e-6f;
+  RopeConfig rope;
+  std::vector<int> aux_layer_ids;  // as written in the config; empty: the default [2, L/2, L-3]
+  bool norm_before_residual = false, norm_before_fc = false, fc_norm = false, norm_output = false;
+  int64_t speculative_tokens = 0;  // speculators' proposal length, informational
+
+  static DrafterConfig load(const std::string& dir);
+  AuxConvention default_convention() const;  // of this layout, for explicit ids
+  BlockSpec block(int64_t layer) const;      // layer 0 reads [embedding, hidden] (2H); later layers are standard
+};
+
+// The target layers to capture, in the input-of-layer convention, ascending. Explicit ids are read with
+// `convention` (or the layout's default); ids outside [0, target_layers] are an Error naming the convention.
+std::vector<int> resolve_aux_layers(const DrafterConfig& config, int64_t target_layers,
+                                    std::optional<AuxConvention> convention);
+
+}  // namespace eaglet

@@ -1,0 +1,213 @@
+#include "drafter/eagle3_drafter.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "kernels/ops.h"
+#include "model/transformer.h"
+#include "util/buffer.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace eaglet {
+
+namespace {
+
+bool has_prefix(const Checkpoint& c, const std::string& prefix) {
+  for (const auto& [name, t] : c.all())
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+std::string layer_prefix(int64_t layer, const std::string& layer0_prefix) {
+  return layer == 0 ? layer0_prefix : "layers." + std::to_string(layer) + ".";
+}
+
+}  // namespace
+
+TensorList eagle3_tensors(const DrafterConfig& c, const std::string& layer0_prefix, int64_t num_aux,
+                          int64_t target_vocab) {
+  const int64_t H = c.hidden_size, Ht = c.target_hidden_size, aux_width = num_aux * Ht;
+  TensorList t = {{"fc.weight", {H, aux_width}}};
+  if (c.norm_before_fc) t.push_back({"input_norm.weight", {aux_width}});
+  if (c.fc_norm)
+    for (int64_t i = 0; i < num_aux; ++i) t.push_back({"fc_norm." + std::to_string(i) + ".weight", {Ht}});
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const TensorList block = block_tensors(c.block(i), layer_prefix(i, layer0_prefix));
+    t.insert(t.end(), block.begin(), block.end());
+  }
+  t.push_back({"norm.weight", {H}});
+  t.push_back({"lm_head.weight", {c.draft_vocab_size, H}, TensorUse::Optional, TensorKind::Weight,
+               "absent: the target's head, when the vocabularies and widths agree"});
+  t.push_back({"embed_tokens.weight", {target_vocab, H}, TensorUse::Optional, TensorKind::Weight,
+               "absent: the target's embedding, when the widths agree"});
+  t.push_back({"d2t", {c.draft_vocab_size}, TensorUse::Optional, TensorKind::Index, "draft id -> target id offsets"});
+  t.push_back({"t2d", {target_vocab}, TensorUse::Optional, TensorKind::Index, "target ids in the draft vocabulary"});
+  return t;
+}
+
+std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const Transformer& target,
+                                                   const DrafterOptions& options) {
+  std::unique_ptr<Eagle3Drafter> d(new Eagle3Drafter());
+  d->config_ = DrafterConfig::load(dir);
+  d->checkpoint_ = Checkpoint::open_dir(dir);
+  d->aux_layers_ = resolve_aux_layers(d->config_, target.config().num_layers, options.aux_convention);
+  const DrafterConfig& c = d->config_;
+  const std::string src = d->checkpoint_.source();
+  const bool midlayer = has_prefix(d->checkpoint_, "midlayer."), layers0 = has_prefix(d->checkpoint_, "layers.0.");
+  if (midlayer && layers0)
+    fail(src, ": holds both midlayer.* and layers.0.* tensors, two copies of the decoder layer; keep one");
+  if (!midlayer && !layers0)
+    fail(src, ": no decoder-layer tensors: expected midlayer.* (EAGLE/SpecForge/SGLang) or layers.0.* "
+              "(speculators/vLLM)");
+  const std::string layer0 = midlayer ? "midlayer." : "layers.0.";
+  d->check_contracts(target, layer0);
+  const TensorList list =
+      eagle3_tensors(c, layer0, static_cast<int64_t>(d->aux_layers_.size()), target.config().vocab_size);
+  const LoadedTensors tensors =
+      load_tensors(d->checkpoint_, list, std::string("EAGLE-3 drafter (") + layout_name(c.layout) + ")");
+  d->bind_weights(target, tensors, layer0);
+  d->inv_freq_ = c.rope.inv_freq(c.head_dim);
+  return d;
+}
+
+// The contracts whose breach deserves more than "wrong shape": each says what the number means.
+void Eagle3Drafter::check_contracts(const Transformer& target, const std::string& layer0) const {
+  const DrafterConfig& c = config_;
+  const ModelConfig& t = target.config();
+  const std::string src = checkpoint_.source();
+  const int64_t H = c.hidden_size, Ht = t.hidden_size, n_aux = static_cast<int64_t>(aux_layers_.size());
+  const int64_t aux_width = n_aux * Ht;
+  if (c.vocab_size != t.vocab_size)
+    fail(c.file, ": vocab_size ", c.vocab_size, " != the target's vocab_size ", t.vocab_size, " (", t.file,
+         "): this drafter was trained for another target");
+  if (c.target_hidden_size != Ht)
+    fail(c.file, ": target_hidden_size ", c.target_hidden_size, " != the target's hidden_size ", Ht, " (", t.file, ")");
+  // fc fuses the aux states; its width is the contract the zero-acceptance story broke silently.
+  const TensorView* fc = checkpoint_.find("fc.weight");
+  if (fc == nullptr) fail(src, ": missing fc.weight (an EAGLE-3 drafter fuses ", n_aux, " target layers with fc)");
+  if (fc->shape.size() != 2 || fc->dim(1) != aux_width || fc->dim(0) != H)
+    fail(src, ": fc.weight has shape ", fc->shape_str(), ", expected [", H, ", ", aux_width, "]: its input width must be ",
+         n_aux, " aux layers x target hidden ", Ht, " = ", aux_width, " and its output the drafter hidden ", H,
+         " (aux layers ", n_aux, " from ", c.aux_layer_ids.empty() ? "the default" : "eagle_aux_hidden_state_layer_ids",
+         ")");
+  for (int64_t li = 0; li < c.num_layers; ++li) {
+    const std::string p = layer_prefix(li, layer0);
+    const int64_t in = c.block(li).attention_input();
+    const TensorView* q = checkpoint_.find(p + "self_attn.q_proj.weight");
+    if (q != nullptr && (q->shape.size() != 2 || q->dim(1) != in))
+      fail(src, ": ", p, "self_attn.q_proj.weight has shape ", q->shape_str(), ": its input width must be ",
+           li == 0 ? "2 x drafter hidden = " : "the drafter hidden ", in,
+           li == 0 ? " (embedding and hidden state concatenated)" : "");
+  }
+  const TensorView* head = checkpoint_.find("lm_head.weight");
+  if (head != nullptr && (head->shape.size() != 2 || head->dim(0) != c.draft_vocab_size || head->dim(1) != H))
+    fail(src, ": lm_head.weight has shape ", head->shape_str(), ", expected [draft_vocab_size ", c.draft_vocab_size,
+         ", hidden ", H, "]");
+  if (head == nullptr && (c.draft_vocab_size != t.vocab_size || H != Ht))
+    fail(src, ": no lm_head.weight, and the target's head cannot serve: draft_vocab_size ", c.draft_vocab_size,
+         " vs target vocab ", t.vocab_size, ", drafter hidden ", H, " vs target hidden ", Ht);
+  const TensorView* embed = checkpoint_.find("embed_tokens.weight");
+  if (embed != nullptr && (embed->shape.size() != 2 || embed->dim(1) != H || embed->dim(0) != t.vocab_size))
+    fail(src, ": embed_tokens.weight has shape ", embed->shape_str(), ", expected [target vocab ", t.vocab_size,
+         ", drafter hidden ", H, "] (embedding width must equal the drafter hidden size)");
+  if (embed == nullptr && H != Ht)
+    fail(src, ": no embed_tokens.weight, and the target's embedding is ", Ht, " wide, not the drafter hidden ", H);
+}
+
+void Eagle3Drafter::bind_weights(const Transformer& target, const LoadedTensors& t, const std::string& layer0) {
+  const DrafterConfig& c = config_;
+  const int64_t n_aux = static_cast<int64_t>(aux_layers_.size());
+  aux_width_ = n_aux * c.target_hidden_size;
+  fc_ = as_matrix(&t.get("fc.weight"));
+  input_norm_ = to_f32(t.find("input_norm.weight"));
+  if (c.fc_norm)
+    for (int64_t i = 0; i < n_aux; ++i) fc_norms_.push_back(to_f32(&t.get("fc_norm." + std::to_string(i) + ".weight")));
+  for (int64_t li = 0; li < c.num_layers; ++li) {
+    specs_.push_back(c.block(li));
+    blocks_.push_back(BlockWeights::bind(specs_.back(), layer_prefix(li, layer0), t));
+  }
+  final_norm_ = to_f32(&t.get("norm.weight"));
+  lm_head_ = t.find("lm_head.weight") != nullptr ? as_matrix(t.find("lm_head.weight")) : target.lm_head();
+  embed_ = t.find("embed_tokens.weight") != nullptr ? t.find("embed_tokens.weight") : &target.embed_tokens();
+  vocab_ = VocabMap::build(t.find("d2t"), t.find("t2d"), c.draft_vocab_size, target.config().vocab_size,
+                           checkpoint_.source());
+}
+
+std::string Eagle3Drafter::describe() const {
+  const DrafterConfig& c = config_;
+  std::ostringstream s;
+  s << "drafter " << c.dir << ": " << layout_name(c.layout) << ", " << c.num_layers << " layer(s), hidden "
+    << c.hidden_size << ", draft vocab " << c.draft_vocab_size << (vocab_.identity() ? " (identity map)" : " (d2t)")
+    << ", rope theta " << c.rope.theta << "; aux layers [";
+  for (size_t i = 0; i < aux_layers_.size(); ++i) s << (i ? ", " : "") << aux_layers_[i];
+  s << "] (input of layer i)";
+  if (!c.aux_layer_ids.empty()) {
+    s << " from config ids [";
+    for (size_t i = 0; i < c.aux_layer_ids.size(); ++i) s << (i ? ", " : "") << c.aux_layer_ids[i];
+    s << "]";
+  }
+  s << "; norm_before_residual=" << c.norm_before_residual << " norm_before_fc=" << c.norm_before_fc
+    << " fc_norm=" << c.fc_norm << " norm_output=" << c.norm_output;
+  return s.str();
+}
+
+KVCache Eagle3Drafter::make_cache(int64_t capacity) const {
+  return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity);
+}
+
+// x[M, hidden] = fc(aux), the aux rows normed first where the layout says so.
+void Eagle3Drafter::fuse_aux(const float* aux, int64_t M) {
+  const float* a = aux;
+  if (!input_norm_.empty() || !fc_norms_.empty()) {
+    grow(aux_normed_, M * aux_width_);
+    const int64_t Ht = config_.target_hidden_size;
+    for (int64_t m = 0; m < M; ++m) {
+      const float* row = aux + m * aux_width_;
+      float* out = &aux_normed_[static_cast<size_t>(m * aux_width_)];
+      if (!input_norm_.empty()) rmsnorm(out, row, input_norm_.data(), aux_width_, config_.rms_norm_eps);
+      for (size_t i = 0; i < fc_norms_.size(); ++i)
+        rmsnorm(out + static_cast<int64_t>(i) * Ht, row + static_cast<int64_t>(i) * Ht, fc_norms_[i].data(), Ht,
+                config_.rms_norm_eps);
+    }
+    a = aux_normed_.data();
+  }
+  matmul(x_.data(), a, M, fc_, thread_pool());
+}
+
+void Eagle3Drafter::forward(KVCache& cache, std::span<const int32_t> tokens, const float* hidden, Input input,
+                            std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits) {
+  const DrafterConfig& c = config_;
+  const int64_t M = static_cast<int64_t>(tokens.size()), H = c.hidden_size, V = c.vocab_size;
+  if (M == 0 || static_cast<int64_t>(positions.size()) != M)
+    fail("drafter forward: ", M, " tokens, ", positions.size(), " positions");
+  grow(x_, M * H);
+  grow(xn_, M * H);
+  grow(embeddings_, M * H);
+  grow(h_next_, M * H);
+  cache.begin_batch(positions);
+  rope_.compute(positions, inv_freq_);
+  if (input == Input::TargetAux)
+    fuse_aux(hidden, M);
+  else
+    std::memcpy(x_.data(), hidden, static_cast<size_t>(M * H) * sizeof(float));
+  for (int64_t m = 0; m < M; ++m) {
+    const int32_t tok = tokens[static_cast<size_t>(m)];
+    if (tok < 0 || tok >= V) fail("drafter: token id ", tok, " outside the vocabulary of ", V);
+    float* e = &embeddings_[static_cast<size_t>(m * H)];
+    for (int64_t i = 0; i < H; ++i) e[i] = load_as_f32(embed_->data, embed_->dtype, tok * H + i);
+  }
+  float *x = x_.data(), *xn = xn_.data();
+  for (int64_t li = 0; li < c.num_layers; ++li) {
+    const BlockContext ctx{cache, li, positions, mask, rope_, li == 0 ? embeddings_.data() : nullptr};
+    run_block(specs_[static_cast<size_t>(li)], blocks_[static_cast<size_t>(li)], x, M, ctx, scratch_);
+  }
+  // h_out = x. The head reads norm(h_out); the next step reads h_out, or norm(h_out) with norm_output.
+  for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, final_norm_.data(), H, c.rms_norm_eps);
+  std::memcpy(h_next_.data(), c.norm_output ? xn : x, static_cast<size_t>(M * H) * sizeof(float));
+  logits_rows_ = all_logits ? M : 1;
+  grow(logits_, logits_rows_ * c.draft_vocab_size);
+  matmul(logits_.data(), xn + (M - logits_rows_) * H, logits_rows_, lm_head_, thread_pool());
+}
+
+}  // namespace eaglet

@@ -1,0 +1,88 @@
+#pragma once
+// An EAGLE-3 drafter: one decoder layer (speculators: more) that reads the target's aux hidden states fused by fc,
+// and afterwards its own outputs, and predicts the next token over a (possibly reduced) draft vocabulary.
+//
+//   g     = fc(concat aux)                 first pass over target-verified tokens (optional input_norm / fc_norm)
+//   g     = h_next of the parent           later draft steps (fc is never applied again)
+//   h_out = block 0 (g, embed(x))          the decoder block with the EAGLE-3 fused input (model/block.h):
+//           attention reads [input_layernorm(embed(x)), hidden_norm(g)], the residual is g (or hidden_norm(g))
+//         (+ standard blocks for speculators' layers.N)
+//   logits = lm_head(norm(h_out));  h_next = norm_output ? norm(h_out) : h_out
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "drafter/eagle3_config.h"
+#include "drafter/vocab_map.h"
+#include "io/safetensors.h"
+#include "model/block.h"
+#include "model/kv_cache.h"
+#include "model/tensor_list.h"
+
+namespace eaglet {
+
+class Transformer;
+
+struct DrafterOptions {
+  std::optional<AuxConvention> aux_convention;  // how to read explicit aux ids; default: the layout's
+};
+
+// Every tensor of an EAGLE-3 drafter checkpoint: fc (+ input_norm or fc_norm.i), the blocks (layer 0 under
+// `layer0_prefix`), norm, and the optional lm_head, embed_tokens, d2t and t2d. The loader, a trainer and an exporter
+// use this one list.
+TensorList eagle3_tensors(const DrafterConfig& config, const std::string& layer0_prefix, int64_t num_aux,
+                          int64_t target_vocab);
+
+class Eagle3Drafter {
+ public:
+  // Loads and checks every contract against the target: tensor names and shapes, fc width = aux layers × target
+  // hidden, attention input = 2 × hidden, vocabulary sizes, d2t/t2d, aux layers valid for the target.
+  static std::unique_ptr<Eagle3Drafter> load(const std::string& dir, const Transformer& target,
+                                             const DrafterOptions& options);
+
+  const DrafterConfig& config() const { return config_; }
+  const std::vector<int>& aux_layers() const { return aux_layers_; }  // input convention, ascending
+  const VocabMap& vocab() const { return vocab_; }
+  std::string describe() const;  // one line for the start-up log
+  KVCache make_cache(int64_t capacity) const;
+
+  // Hidden input of a forward: the target's aux states [M, aux_width] (first pass), or the drafter's own
+  // h_next rows [M, hidden] (later steps).
+  enum class Input { TargetAux, OwnHidden };
+  // Runs M tokens; writes K/V as pending entries of the cache. Logits [M or 1, draft_vocab], h_next [M, hidden].
+  void forward(KVCache& cache, std::span<const int32_t> tokens, const float* hidden, Input input,
+               std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits);
+
+  int64_t logits_rows() const { return logits_rows_; }
+  const float* logits_row(int64_t r) const { return logits_.data() + r * config_.draft_vocab_size; }
+  const float* h_next_row(int64_t r) const { return h_next_.data() + r * config_.hidden_size; }
+
+ private:
+  Eagle3Drafter() = default;
+  void check_contracts(const Transformer& target, const std::string& layer0_prefix) const;
+  void bind_weights(const Transformer& target, const LoadedTensors& tensors, const std::string& layer0_prefix);
+  void fuse_aux(const float* aux, int64_t M);
+
+  DrafterConfig config_;
+  Checkpoint checkpoint_;
+  std::vector<int> aux_layers_;
+  int64_t aux_width_ = 0;
+  VocabMap vocab_;
+  const TensorView* embed_ = nullptr;  // drafter's own or the target's
+  WeightMatrix fc_, lm_head_;
+  std::vector<float> input_norm_;              // norm_before_fc, over the whole concat
+  std::vector<std::vector<float>> fc_norms_;   // fc_norm, one per aux chunk
+  std::vector<float> final_norm_;
+  std::vector<BlockSpec> specs_;
+  std::vector<BlockWeights> blocks_;
+  std::vector<float> inv_freq_;
+
+  int64_t logits_rows_ = 0;
+  std::vector<float> x_, xn_, embeddings_, aux_normed_, logits_, h_next_;
+  BlockScratch scratch_;
+  RopeAngles rope_;
+};
+
+}  // namespace eaglet

@@ -1,0 +1,74 @@
+#include "drafter/eagle3_proposer.h"
+
+#include <algorithm>
+
+namespace eaglet {
+
+void Eagle3Proposer::reset(int64_t capacity) {
+  cache_ = drafter_.make_cache(capacity);
+  logits_.assign(1, {});
+  hidden_.assign(1, {});
+  parents_.assign(1, 0);
+  fed_node_.clear();
+}
+
+void Eagle3Proposer::extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) {
+  const int64_t M = static_cast<int64_t>(tokens.size());
+  positions_.resize(static_cast<size_t>(M));
+  for (int64_t i = 0; i < M; ++i) positions_[static_cast<size_t>(i)] = first_position + static_cast<int32_t>(i);
+  drafter_.forward(cache_, tokens, target_aux, Eagle3Drafter::Input::TargetAux, positions_, {}, false);
+  cache_.commit_all();
+  const int64_t Vd = draft_vocab(), H = drafter_.config().hidden_size;
+  logits_.resize(1);
+  hidden_.resize(1);
+  logits_[0].assign(drafter_.logits_row(0), drafter_.logits_row(0) + Vd);
+  hidden_[0].assign(drafter_.h_next_row(M - 1), drafter_.h_next_row(M - 1) + H);
+  root_position_ = first_position + static_cast<int32_t>(M) - 1;
+}
+
+// The nodes are fed at one depth, each with its parent's output state; each sees the verified context, the entries of
+// its ancestors fed this round, and itself.
+void Eagle3Proposer::expand(std::span<const DraftStep> nodes) {
+  const int64_t H = drafter_.config().hidden_size, Vd = draft_vocab(), M = static_cast<int64_t>(nodes.size());
+  const int64_t past = static_cast<int64_t>(fed_node_.size());
+  tokens_.clear();
+  positions_.assign(static_cast<size_t>(M), root_position_ + nodes[0].depth);
+  rows_.resize(static_cast<size_t>(M * H));
+  mask_.assign(static_cast<size_t>(M * (past + M)), 0);
+  for (int64_t m = 0; m < M; ++m) {
+    const DraftStep& n = nodes[static_cast<size_t>(m)];
+    tokens_.push_back(n.token);
+    const std::vector<float>& parent_hidden = hidden_[static_cast<size_t>(n.parent)];
+    std::copy(parent_hidden.begin(), parent_hidden.end(), &rows_[static_cast<size_t>(m * H)]);
+    for (int a = n.parent; a > 0; a = parents_[static_cast<size_t>(a)]) {
+      auto it = std::find(fed_node_.begin(), fed_node_.end(), a);
+      if (it != fed_node_.end()) mask_[static_cast<size_t>(m * (past + M) + (it - fed_node_.begin()))] = 1;
+    }
+    mask_[static_cast<size_t>(m * (past + M) + past + m)] = 1;
+  }
+  drafter_.forward(cache_, tokens_, rows_.data(), Eagle3Drafter::Input::OwnHidden, positions_, {mask_, past}, true);
+  cache_.commit_all();
+  for (int64_t m = 0; m < M; ++m) {
+    const DraftStep& n = nodes[static_cast<size_t>(m)];
+    const size_t id = static_cast<size_t>(n.node);
+    if (logits_.size() <= id) {
+      logits_.resize(id + 1);
+      hidden_.resize(id + 1);
+      parents_.resize(id + 1, 0);
+    }
+    parents_[id] = n.parent;
+    logits_[id].assign(drafter_.logits_row(m), drafter_.logits_row(m) + Vd);
+    hidden_[id].assign(drafter_.h_next_row(m), drafter_.h_next_row(m) + H);
+    fed_node_.push_back(n.node);
+  }
+}
+
+void Eagle3Proposer::end_round() {
+  cache_.truncate(cache_.size() - static_cast<int64_t>(fed_node_.size()));
+  fed_node_.clear();
+  logits_.resize(1);
+  hidden_.resize(1);
+  parents_.resize(1);
+}
+
+}  // namespace eaglet

@@ -1,0 +1,41 @@
+#pragma once
+// The EAGLE-3 drafter as speculative decoding's proposer: it owns the drafter's KV cache, which holds one entry per
+// verified position t (the pair token t+1, target aux state of t), and drafts a round's tree on top of it, each
+// node seeing the verified context, its ancestors and itself.
+#include <vector>
+
+#include "drafter/eagle3_drafter.h"
+#include "speculative/proposer.h"
+
+namespace eaglet {
+
+class Eagle3Proposer : public Proposer {
+ public:
+  explicit Eagle3Proposer(Eagle3Drafter& drafter) : drafter_(drafter) {}
+
+  std::string describe() const override { return drafter_.describe(); }
+  const std::vector<int>& aux_layers() const override { return drafter_.aux_layers(); }
+  int64_t draft_vocab() const override { return drafter_.config().draft_vocab_size; }
+  int32_t to_target(int32_t draft_id) const override { return drafter_.vocab().to_target(draft_id); }
+
+  void reset(int64_t capacity) override;
+  void extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) override;
+  const float* logits(int node) const override { return logits_[static_cast<size_t>(node)].data(); }
+  void expand(std::span<const DraftStep> nodes) override;
+  void end_round() override;
+
+  int64_t cached_tokens() const { return cache_.size(); }  // verified pairs in the drafter's cache
+
+ private:
+  Eagle3Drafter& drafter_;
+  KVCache cache_;
+  int32_t root_position_ = 0;
+  std::vector<std::vector<float>> logits_, hidden_;  // the drafter's output after each node of the round
+  std::vector<int> parents_;                         // parent of each node shown this round
+  std::vector<int> fed_node_;                        // node of each cache entry added this round, in cache order
+  std::vector<int32_t> tokens_, positions_;
+  std::vector<float> rows_;
+  std::vector<uint8_t> mask_;
+};
+
+}  // namespace eaglet

@@ -1,0 +1,137 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/matmul.h"
+#include "kernels/ops.h"
+#include "util/buffer.h"
+#include "util/thread_pool.h"
+
+namespace eaglet {
+
+namespace {
+
+// Token m's logical sequence (cache slots in order) into `slots`; returns its length L and, through `contiguous`,
+// how many of its first entries are the cache's own first slots.
+int64_t visible_slots(const KVLayerView& kv, int64_t M, int64_t m, const AttentionMask& mask, int64_t* slots,
+                      int64_t* contiguous) {
+  int64_t L = 0;
+  if (mask.mask.empty()) {
+    L = *contiguous = kv.committed + m + 1;
+    for (int64_t i = 0; i < L; ++i) slots[i] = i;
+    return L;
+  }
+  const int64_t first_masked = kv.committed - mask.past, columns = mask.past + M;
+  for (int64_t i = 0; i < first_masked; ++i) slots[L++] = i;
+  *contiguous = first_masked;
+  for (int64_t j = 0; j < columns; ++j)
+    if (mask.mask[static_cast<size_t>(m * columns + j)] != 0) slots[L++] = first_masked + j;
+  return L;
+}
+
+float scale_of(const AttentionHeads& h, const KVLayerView& kv) {
+  return h.scale != 0 ? h.scale : 1.0f / std::sqrt(static_cast<float>(kv.key_dim));
+}
+
+bool outside_window(const AttentionHeads& h, const KVLayerView& kv, int64_t query_position, int64_t slot) {
+  return h.sliding_window > 0 && query_position - kv.positions[slot] >= h.sliding_window;
+}
+
+}  // namespace
+
+void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& h, const KVLayerView& kv,
+               std::span<const int32_t> positions, const AttentionMask& mask, AttentionScratch& s, ThreadPool& pool) {
+  const int64_t Dk = kv.key_dim, Dv = kv.value_dim, Hq = h.num_heads, group = h.num_heads / h.num_kv_heads;
+  const int64_t total = kv.committed + M, rows = M * group, cap = kv.capacity;
+  const float scale = scale_of(h, kv);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  // Per thread: queries and scores of all rows; then per token its slots, probabilities, gathered values, outputs.
+  const int64_t tail_max = kAttentionTail + 16 + mask.past + M;  // L - A never exceeds this
+  const size_t per_thread =
+      static_cast<size_t>(rows * (Dk + total) + group * total + Dv * tail_max + 2 * group * Dv);
+  grow(s.floats, static_cast<int64_t>(pool.size() * per_thread));
+  grow(s.slots, static_cast<int64_t>(pool.size()) * total);
+  pool.parallel_for(static_cast<size_t>(h.num_kv_heads), [&](size_t begin, size_t end, int thread) {
+    float* q = &s.floats[static_cast<size_t>(thread) * per_thread];
+    float* scores = q + rows * Dk;             // [rows, total]
+    float* prob = scores + rows * total;       // [group, L]
+    float* gathered = prob + group * total;    // [Dv, L - A]
+    float* out1 = gathered + Dv * tail_max;    // [group, Dv]
+    float* out2 = out1 + group * Dv;           // [group, Dv]
+    int64_t* slots = &s.slots[static_cast<size_t>(thread) * static_cast<size_t>(total)];
+    for (size_t kvh_index = begin; kvh_index < end; ++kvh_index) {
+      const int64_t kvh = static_cast<int64_t>(kvh_index);
+      const float* keys_t = kv.keys_t + kvh * Dk * cap;
+      const float* values_t = kv.values_t + kvh * Dv * cap;
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t g = 0; g < group; ++g)
+          std::memcpy(q + (m * group + g) * Dk, q_all + (m * Hq + kvh * group + g) * Dk,
+                      static_cast<size_t>(Dk) * sizeof(float));
+      gemm_nn_serial(scores, q, rows, keys_t, Dk, total, cap);
+      for (int64_t m = 0; m < M; ++m) {
+        int64_t contiguous = 0;
+        const int64_t L = visible_slots(kv, M, m, mask, slots, &contiguous);
+        int64_t A = std::max<int64_t>(0, L - kAttentionTail) / 16 * 16;
+        if (A > contiguous) A = contiguous / 16 * 16;  // only for masks wider than any draft tree
+        const int64_t qpos = positions[static_cast<size_t>(m)];
+        for (int64_t g = 0; g < group; ++g) {
+          const float* row = scores + (m * group + g) * total;
+          float* p = prob + g * L;
+          for (int64_t i = 0; i < L; ++i) p[i] = outside_window(h, kv, qpos, slots[i]) ? neg_inf : row[slots[i]] * scale;
+          softmax(p, L);
+        }
+        // out = P[:, 0:A] · V[0:A] (in place) + P[:, A:L] · V[gathered A:L].
+        const int64_t T = L - A;
+        for (int64_t d = 0; d < Dv; ++d)
+          for (int64_t i = 0; i < T; ++i) gathered[d * T + i] = values_t[d * cap + slots[A + i]];
+        matmul_serial_strided(out2, prob + A, L, group, {gathered, DType::F32, Dv, T});
+        if (A > 0) {
+          matmul_serial_strided(out1, prob, L, group, {values_t, DType::F32, Dv, A, cap});
+          for (int64_t i = 0; i < group * Dv; ++i) out2[i] += out1[i];
+        }
+        for (int64_t g = 0; g < group; ++g)
+          std::memcpy(out + (m * Hq + kvh * group + g) * Dv, out2 + g * Dv, static_cast<size_t>(Dv) * sizeof(float));
+      }
+    }
+  });
+}
+
+void attention_reference(float* out, const float* q, int64_t M, const AttentionHeads& h, const KVLayerView& kv,
+                         std::span<const int32_t> positions, const AttentionMask& mask) {
+  const int64_t Dk = kv.key_dim, Dv = kv.value_dim, group = h.num_heads / h.num_kv_heads, cap = kv.capacity;
+  const float scale = scale_of(h, kv);
+  std::vector<int64_t> slots(static_cast<size_t>(kv.committed + M));
+  std::vector<double> p;
+  for (int64_t m = 0; m < M; ++m) {
+    int64_t contiguous = 0;
+    const int64_t L = visible_slots(kv, M, m, mask, slots.data(), &contiguous);
+    for (int64_t head = 0; head < h.num_heads; ++head) {
+      const int64_t kvh = head / group;
+      const float* qh = q + (m * h.num_heads + head) * Dk;
+      p.assign(static_cast<size_t>(L), 0.0);
+      double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
+      for (int64_t i = 0; i < L; ++i) {
+        if (outside_window(h, kv, positions[static_cast<size_t>(m)], slots[static_cast<size_t>(i)])) {
+          p[static_cast<size_t>(i)] = -std::numeric_limits<double>::infinity();
+          continue;
+        }
+        double dot = 0.0;
+        for (int64_t d = 0; d < Dk; ++d) dot += static_cast<double>(qh[d]) * kv.keys_t[(kvh * Dk + d) * cap + slots[static_cast<size_t>(i)]];
+        p[static_cast<size_t>(i)] = dot * scale;
+        max = std::max(max, p[static_cast<size_t>(i)]);
+      }
+      for (double& x : p) sum += (x = std::exp(x - max));
+      for (int64_t d = 0; d < Dv; ++d) {
+        double acc = 0.0;
+        for (int64_t i = 0; i < L; ++i)
+          acc += p[static_cast<size_t>(i)] * kv.values_t[(kvh * Dv + d) * cap + slots[static_cast<size_t>(i)]];
+        out[(m * h.num_heads + head) * Dv + d] = static_cast<float>(acc / sum);
+      }
+    }
+  }
+}
+
+}  // namespace eaglet

@@ -1,0 +1,173 @@
+#include "model/block.h"
+
+#include <cstring>
+
+#include "kernels/ops.h"
+#include "util/buffer.h"
+#include "util/thread_pool.h"
+
+namespace eaglet {
+
+TensorList block_tensors(const BlockSpec& b, const std::string& p) {
+  const int64_t H = b.hidden, in = b.attention_input(), I = b.intermediate;
+  TensorList t = {
+      {p + "input_layernorm.weight", {H}},
+      {p + "self_attn.q_proj.weight", {b.q_dim(), in}},
+      {p + "self_attn.k_proj.weight", {b.kv_dim(), in}},
+      {p + "self_attn.v_proj.weight", {b.kv_dim(), in}},
+      {p + "self_attn.o_proj.weight", {H, b.q_dim()}},
+      {p + "post_attention_layernorm.weight", {H}},
+      {p + "mlp.gate_proj.weight", {I, H}},
+      {p + "mlp.up_proj.weight", {I, H}},
+      {p + "mlp.down_proj.weight", {H, I}},
+      {p + "self_attn.rotary_emb.inv_freq", {}, TensorUse::Unused, TensorKind::Weight,
+       "RoPE frequencies are recomputed from config.json (a buffer saved by old HF conversions)"},
+  };
+  if (b.input == BlockInput::Eagle3Fused) t.push_back({p + "hidden_norm.weight", {H}});
+  if (b.qkv_bias)
+    for (const char* n : {"q_proj", "k_proj", "v_proj"})
+      t.push_back({p + "self_attn." + n + ".bias", {n[0] == 'q' ? b.q_dim() : b.kv_dim()}});
+  if (b.o_bias) t.push_back({p + "self_attn.o_proj.bias", {H}});
+  if (b.qk_norm) {
+    t.push_back({p + "self_attn.q_norm.weight", {b.head_dim}});
+    t.push_back({p + "self_attn.k_norm.weight", {b.head_dim}});
+  }
+  return t;
+}
+
+WeightMatrix as_matrix(const TensorView* t) {
+  if (t == nullptr) return {};
+  return {t->data, t->dtype, t->dim(0), t->dim(1)};
+}
+
+std::vector<float> to_f32(const TensorView* t) {
+  if (t == nullptr) return {};
+  std::vector<float> out(static_cast<size_t>(t->numel()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = load_as_f32(t->data, t->dtype, static_cast<int64_t>(i));
+  return out;
+}
+
+BlockWeights BlockWeights::bind(const BlockSpec& b, const std::string& p, const LoadedTensors& t) {
+  auto linear = [&](const std::string& name, bool bias) {
+    return Linear{as_matrix(&t.get(p + name + ".weight")), bias ? to_f32(&t.get(p + name + ".bias")) : std::vector<float>{}};
+  };
+  BlockWeights w;
+  w.attn_norm = to_f32(&t.get(p + "input_layernorm.weight"));
+  w.mlp_norm = to_f32(&t.get(p + "post_attention_layernorm.weight"));
+  if (b.input == BlockInput::Eagle3Fused) w.hidden_norm = to_f32(&t.get(p + "hidden_norm.weight"));
+  if (b.qk_norm) {
+    w.q_norm = to_f32(&t.get(p + "self_attn.q_norm.weight"));
+    w.k_norm = to_f32(&t.get(p + "self_attn.k_norm.weight"));
+  }
+  w.q = linear("self_attn.q_proj", b.qkv_bias);
+  w.k = linear("self_attn.k_proj", b.qkv_bias);
+  w.v = linear("self_attn.v_proj", b.qkv_bias);
+  w.o = linear("self_attn.o_proj", b.o_bias);
+  w.gate = linear("mlp.gate_proj", false);
+  w.up = linear("mlp.up_proj", false);
+  w.down = linear("mlp.down_proj", false);
+  return w;
+}
+
+void RopeAngles::compute(std::span<const int32_t> positions, const std::vector<float>& inv_freq) {
+  const int64_t half = static_cast<int64_t>(inv_freq.size()), m = static_cast<int64_t>(positions.size());
+  grow(cos, m * half);
+  grow(sin, m * half);
+  for (int64_t i = 0; i < m; ++i)
+    rope_angles(&cos[static_cast<size_t>(i * half)], &sin[static_cast<size_t>(i * half)],
+                positions[static_cast<size_t>(i)], inv_freq.data(), half);
+}
+
+namespace {
+
+void add_bias(float* y, int64_t M, const Linear& l) {
+  if (!l.bias.empty())
+    for (int64_t m = 0; m < M; ++m) add_inplace(y + m * l.w.rows, l.bias.data(), l.w.rows);
+}
+
+// y[M, rows] = x · Wᵀ + bias.
+void project(float* y, const float* x, int64_t M, const Linear& l) {
+  matmul(y, x, M, l.w, thread_pool());
+  add_bias(y, M, l);
+}
+
+// The attention input of the batch, into s.xn.
+void attention_input(const BlockSpec& b, const BlockWeights& w, float* x, int64_t M, const BlockContext& ctx,
+                     BlockScratch& s) {
+  const int64_t H = b.hidden;
+  float* xn = s.xn.data();
+  if (b.input == BlockInput::Residual) {
+    for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, w.attn_norm.data(), H, b.rms_norm_eps);
+    return;
+  }
+  for (int64_t m = 0; m < M; ++m) {
+    float* u = xn + m * 2 * H;
+    rmsnorm(u, ctx.embeddings + m * H, w.attn_norm.data(), H, b.rms_norm_eps);
+    rmsnorm(u + H, x + m * H, w.hidden_norm.data(), H, b.rms_norm_eps);
+    if (b.norm_before_residual) std::memcpy(x + m * H, u + H, static_cast<size_t>(H) * sizeof(float));
+  }
+}
+
+// out[M, hidden] = o(attention(rope(q(xn)), rope(k(xn)), v(xn))).
+void gqa_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_t M, const BlockContext& ctx,
+                   BlockScratch& s) {
+  const int64_t D = b.head_dim, Hq = b.num_heads, Hkv = b.num_kv_heads, half = D / 2;
+  KVCache& cache = ctx.cache;
+  matmul_group({{s.q.data(), w.q.w}, {s.k.data(), w.k.w}, {s.v.data(), w.v.w}}, s.xn.data(), M, thread_pool());
+  add_bias(s.q.data(), M, w.q);
+  add_bias(s.k.data(), M, w.k);
+  add_bias(s.v.data(), M, w.v);
+  for (int64_t m = 0; m < M; ++m) {
+    float* qm = &s.q[static_cast<size_t>(m * Hq * D)];
+    float* km = &s.k[static_cast<size_t>(m * Hkv * D)];
+    if (b.qk_norm) {
+      for (int64_t h = 0; h < Hq; ++h) rmsnorm(qm + h * D, qm + h * D, w.q_norm.data(), D, b.rms_norm_eps);
+      for (int64_t h = 0; h < Hkv; ++h) rmsnorm(km + h * D, km + h * D, w.k_norm.data(), D, b.rms_norm_eps);
+    }
+    const float* cs = &ctx.rope.cos[static_cast<size_t>(m * half)];
+    const float* sn = &ctx.rope.sin[static_cast<size_t>(m * half)];
+    rope_rotate(qm, Hq, D, cs, sn);
+    rope_rotate(km, Hkv, D, cs, sn);
+    cache.write(ctx.layer, cache.size() + m, km, &s.v[static_cast<size_t>(m * Hkv * D)]);
+  }
+  const AttentionHeads heads{Hq, Hkv, b.sliding_window, 0.0f};
+  attention(s.att.data(), s.q.data(), M, heads, cache.view(ctx.layer), ctx.positions, ctx.mask, s.attention,
+            thread_pool());
+  project(out, s.att.data(), M, w.o);
+}
+
+// out[M, hidden] = down(silu(gate(xn)) * up(xn)).
+void swiglu(const BlockWeights& w, float* out, int64_t M, BlockScratch& s) {
+  matmul_group({{s.gate.data(), w.gate.w}, {s.up.data(), w.up.w}}, s.xn.data(), M, thread_pool());
+  silu_mul(s.gate.data(), s.up.data(), M * w.gate.w.rows);
+  project(out, s.gate.data(), M, w.down);
+}
+
+}  // namespace
+
+void run_block(const BlockSpec& b, const BlockWeights& w, float* x, int64_t M, const BlockContext& ctx,
+               BlockScratch& s) {
+  const int64_t H = b.hidden;
+  grow(s.xn, M * b.attention_input());
+  grow(s.tmp, M * H);
+  grow(s.q, M * b.q_dim());
+  grow(s.att, M * b.q_dim());
+  grow(s.k, M * b.kv_dim());
+  grow(s.v, M * b.kv_dim());
+  grow(s.gate, M * b.intermediate);
+  grow(s.up, M * b.intermediate);
+  float* tmp = s.tmp.data();
+
+  attention_input(b, w, x, M, ctx, s);
+  switch (b.attention) {
+    case AttentionKind::Gqa: gqa_attention(b, w, tmp, M, ctx, s); break;
+  }
+  add_inplace(x, tmp, M * H);
+  for (int64_t m = 0; m < M; ++m) rmsnorm(&s.xn[static_cast<size_t>(m * H)], x + m * H, w.mlp_norm.data(), H, b.rms_norm_eps);
+  switch (b.mlp) {
+    case MlpKind::SwiGlu: swiglu(w, tmp, M, s); break;
+  }
+  add_inplace(x, tmp, M * H);
+}
+
+}  // namespace eaglet

@@ -1,0 +1,48 @@
+#include "model/tensor_list.h"
+
+#include <iostream>
+
+#include "util/error.h"
+
+namespace eaglet {
+
+const TensorView* LoadedTensors::find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : it->second;
+}
+
+const TensorView& LoadedTensors::get(const std::string& name) const {
+  const TensorView* t = find(name);
+  if (t == nullptr) fail("internal: tensor '", name, "' is not on the model's tensor list or was not loaded");
+  return *t;
+}
+
+LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list, const std::string& description,
+                           bool allow_unlisted) {
+  TensorConsumer take(checkpoint, description);
+  take.allow_unexpected(allow_unlisted);
+  LoadedTensors out;
+  std::map<std::string, std::vector<std::string>> ignored;  // by reason
+  for (const TensorSpec& t : list) {
+    const TensorView* v = nullptr;
+    if (t.use == TensorUse::Unused) {
+      if (checkpoint.find(t.name) != nullptr) ignored[t.note].push_back(t.name);
+      take.declare_unused(t.name, t.note);
+      continue;
+    }
+    if (t.kind == TensorKind::Index)
+      v = take.take_unchecked(t.name);
+    else if (t.use == TensorUse::Optional)
+      v = take.take_optional(t.name, t.shape);
+    else
+      v = take.take(t.name, t.shape);
+    if (v != nullptr) out.tensors_[t.name] = v;
+  }
+  take.finish();
+  for (const auto& [why, names] : ignored)
+    std::cerr << "note: " << checkpoint.source() << ": ignoring " << names.size() << " tensor(s) such as "
+              << names.front() << ": " << why << "\n";
+  return out;
+}
+
+}  // namespace eaglet

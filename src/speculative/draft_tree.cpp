@@ -1,0 +1,179 @@
+#include "speculative/draft_tree.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "util/error.h"
+
+namespace eaglet {
+
+int DraftTree::max_depth() const {
+  int d = 0;
+  for (const auto& n : nodes) d = std::max(d, n.depth);
+  return d;
+}
+
+std::vector<int> DraftTree::children(int node) const {
+  std::vector<int> out;
+  for (size_t i = 1; i < nodes.size(); ++i)
+    if (nodes[i].parent == node) out.push_back(static_cast<int>(i));
+  return out;
+}
+
+std::vector<uint8_t> DraftTree::ancestor_mask() const {
+  const size_t n = nodes.size();
+  std::vector<uint8_t> mask(n * n, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (int j = static_cast<int>(i); j >= 0; j = nodes[static_cast<size_t>(j)].parent) mask[i * n + static_cast<size_t>(j)] = 1;
+  return mask;
+}
+
+namespace {
+
+void log_softmax(const float* logits, int64_t n, std::vector<double>& out) {
+  out.resize(static_cast<size_t>(n));
+  float max = logits[0];
+  for (int64_t i = 1; i < n; ++i) max = std::max(max, logits[i]);
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
+  const double log_sum = std::log(sum);
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<double>(logits[i] - max) - log_sum;
+}
+
+// The k best draft ids (highest log-probability, lower id first on ties).
+std::vector<int32_t> top_k(const std::vector<double>& logp, int k) {
+  std::vector<int32_t> ids(logp.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  const size_t kk = std::min(ids.size(), static_cast<size_t>(k));
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(kk), ids.end(), [&](int32_t a, int32_t b) {
+    return logp[static_cast<size_t>(a)] > logp[static_cast<size_t>(b)] || (logp[static_cast<size_t>(a)] == logp[static_cast<size_t>(b)] && a < b);
+  });
+  ids.resize(kk);
+  return ids;
+}
+
+// Draws up to k distinct draft ids from q (over the draft vocabulary) without replacement, in draw order.
+std::vector<int32_t> draw_without_replacement(std::vector<float> q, int k, Sampler& sampler) {
+  std::vector<int32_t> out;
+  for (int i = 0; i < k; ++i) {
+    double mass = 0.0;
+    for (float v : q) mass += v;
+    if (mass <= 0.0) break;
+    const int32_t id = sampler.sample_from(q);
+    out.push_back(id);
+    q[static_cast<size_t>(id)] = 0.0f;
+  }
+  return out;
+}
+
+std::vector<float> to_target_vocab(const std::vector<float>& q_draft, const Proposer& p, int64_t target_vocab) {
+  std::vector<float> q(static_cast<size_t>(target_vocab), 0.0f);
+  for (size_t i = 0; i < q_draft.size(); ++i)
+    if (q_draft[i] > 0.0f) q[static_cast<size_t>(p.to_target(static_cast<int32_t>(i)))] = q_draft[i];
+  return q;
+}
+
+}  // namespace
+
+DraftParams DraftParams::resolved(std::string* note) const {
+  DraftParams p = *this;
+  if (topk == 1 && num_draft_tokens != num_steps + 1) {
+    p.num_draft_tokens = num_steps + 1;
+    if (note != nullptr)
+      *note = "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 = " + std::to_string(num_steps + 1) +
+              " because speculative_eagle_topk is 1 (a chain)";
+  }
+  return p;
+}
+
+DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_vocab, const DraftParams& p,
+                     const SamplingParams* sampling, Sampler* sampler) {
+  const int64_t Vd = proposer.draft_vocab();
+  const int budget = p.num_draft_tokens - 1;
+  DraftTree tree;
+  tree.nodes.push_back({root_token, -1, 0, 0.0});
+  if (budget <= 0 || p.num_steps <= 0) return tree;
+  std::vector<double> logp;
+  auto add_child = [&](int parent, int32_t draft_id, double lp) {
+    const DraftNode& par = tree.nodes[static_cast<size_t>(parent)];
+    tree.nodes.push_back({proposer.to_target(draft_id), parent, par.depth + 1, par.score + lp});
+    return static_cast<int>(tree.nodes.size()) - 1;
+  };
+  std::vector<DraftStep> steps;
+  auto feed = [&](const std::vector<int>& nodes) {
+    steps.clear();
+    for (int n : nodes) {
+      const DraftNode& node = tree.nodes[static_cast<size_t>(n)];
+      steps.push_back({n, node.parent, node.token, node.depth});
+    }
+    proposer.expand(steps);
+  };
+
+  if (sampling == nullptr) {
+    // Deterministic EAGLE-2 tree: candidates over all depths, then the best `budget` of them.
+    std::vector<int> beams;
+    log_softmax(proposer.logits(0), Vd, logp);
+    for (int32_t id : top_k(logp, p.topk)) beams.push_back(add_child(0, id, logp[static_cast<size_t>(id)]));
+    for (int depth = 2; depth <= p.num_steps; ++depth) {
+      feed(beams);
+      std::vector<int> candidates;
+      for (int b : beams) {
+        log_softmax(proposer.logits(b), Vd, logp);
+        for (int32_t id : top_k(logp, p.topk)) candidates.push_back(add_child(b, id, logp[static_cast<size_t>(id)]));
+      }
+      std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+        return tree.nodes[static_cast<size_t>(a)].score > tree.nodes[static_cast<size_t>(b)].score;
+      });
+      candidates.resize(std::min(candidates.size(), static_cast<size_t>(p.topk)));
+      beams = candidates;
+    }
+    // Keep the best `budget` nodes; a parent scores at least as high as its children and comes first on ties.
+    std::vector<int> order(tree.nodes.size() - 1);
+    std::iota(order.begin(), order.end(), 1);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      const auto &na = tree.nodes[static_cast<size_t>(a)], &nb = tree.nodes[static_cast<size_t>(b)];
+      return na.score > nb.score || (na.score == nb.score && na.depth < nb.depth);
+    });
+    std::vector<bool> keep(tree.nodes.size(), false);
+    keep[0] = true;
+    for (size_t i = 0; i < order.size() && static_cast<int>(i) < budget; ++i) keep[static_cast<size_t>(order[i])] = true;
+    DraftTree kept;
+    std::vector<int> new_index(tree.nodes.size(), -1);
+    for (size_t i = 0; i < tree.nodes.size(); ++i) {
+      if (!keep[i] || (i > 0 && !keep[static_cast<size_t>(tree.nodes[i].parent)])) continue;
+      DraftNode n = tree.nodes[i];
+      n.parent = i == 0 ? -1 : new_index[static_cast<size_t>(n.parent)];
+      new_index[i] = static_cast<int>(kept.nodes.size());
+      kept.nodes.push_back(n);
+    }
+    tree = std::move(kept);
+  } else {
+    // Sampled tree: k children drawn without replacement under the root, then under the best node of each depth.
+    if (sampler == nullptr) fail("draft_tree: a sampled tree needs a sampler");
+    const int64_t V = target_vocab;
+    std::vector<float> q;
+    int expand = 0, depth = 1;
+    while (true) {
+      const int k = std::min(p.topk, budget - static_cast<int>(tree.nodes.size() - 1));
+      if (k <= 0 || depth > p.num_steps) break;
+      if (expand != 0) feed({expand});
+      sampling_distribution({proposer.logits(expand), static_cast<size_t>(Vd)}, *sampling, q);
+      tree.child_q.resize(tree.nodes.size());
+      tree.child_q[static_cast<size_t>(expand)] = to_target_vocab(q, proposer, V);
+      int best = -1;
+      for (int32_t id : draw_without_replacement(q, k, *sampler)) {
+        const int child = add_child(expand, id, std::log(static_cast<double>(q[static_cast<size_t>(id)])));
+        if (best < 0 || tree.nodes[static_cast<size_t>(child)].score > tree.nodes[static_cast<size_t>(best)].score) best = child;
+      }
+      if (best < 0) break;
+      expand = best;
+      ++depth;
+    }
+    tree.child_q.resize(tree.nodes.size());
+  }
+  proposer.end_round();
+  return tree;
+}
+
+}  // namespace eaglet

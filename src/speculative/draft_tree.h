@@ -1,0 +1,57 @@
+#pragma once
+// One round of drafting: a tree of candidate tokens rooted at the last emitted token, built with a proposer.
+//
+// Deterministic (greedy verification, and target-only sampling): the EAGLE-2 / SGLang dynamic tree. Depth 1 is
+// the top-k of the drafter's distribution after the root; each further depth runs the drafter on the k best nodes
+// (cumulative log-probability) and keeps the top-k of their k*k children; finally the best num_draft_tokens - 1
+// nodes over all depths are kept. topk = 1 is a chain.
+//
+// Sampled (verification with the drafter's distribution q): children are drawn from q without replacement, in
+// draw order, and the tree shape never depends on the drawn children themselves: the root gets k children, then
+// the best node of each depth gets k children, while the budget lasts. That keeps recursive rejection sampling exact.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sample/sampler.h"
+#include "speculative/proposer.h"
+
+namespace eaglet {
+
+struct DraftParams {
+  int num_steps = 5;         // maximum depth
+  int topk = 4;              // children per expanded node
+  int num_draft_tokens = 8;  // nodes verified, root included
+
+  // SGLang's rule: with topk 1 (a chain) num_draft_tokens is num_steps + 1. Returns the adjusted params; `note`, if
+  // given, receives a line saying so when it changed anything.
+  DraftParams resolved(std::string* note = nullptr) const;
+};
+
+struct DraftNode {
+  int32_t token = 0;   // target-vocabulary id
+  int parent = -1;     // index of the parent node; -1 for the root
+  int depth = 0;       // root 0
+  double score = 0.0;  // cumulative log q of the path from the root
+};
+
+struct DraftTree {
+  std::vector<DraftNode> nodes;  // nodes[0] is the root; parents precede children; siblings in draft order
+  // Sampled trees: for each node with children, the draft distribution q (over the target vocabulary) that its
+  // children were drawn from, without replacement, in order. Empty for deterministic trees.
+  std::vector<std::vector<float>> child_q;
+
+  int max_depth() const;
+  std::vector<int> children(int node) const;
+  // [N, N] visibility: node i sees node j iff j is i or an ancestor of i.
+  std::vector<uint8_t> ancestor_mask() const;
+};
+
+// Builds a tree from the proposer's distributions after the root (the last token it was extended with) and after
+// the nodes it is shown; the proposer forgets the round before this returns. `sampling` null: deterministic top-k
+// tree; else a sampled tree with q = sampling_distribution(draft logits, *sampling), drawn with `sampler`.
+DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_vocab, const DraftParams& params,
+                     const SamplingParams* sampling, Sampler* sampler);
+
+}  // namespace eaglet

@@ -1,0 +1,36 @@
+#include "speculative/loop.h"
+
+#include "util/timer.h"
+
+namespace eaglet {
+
+GenerationResult generate_speculative(Transformer& target, Proposer& proposer, std::span<const int32_t> prompt,
+                                      SpecConfig config, const GenerationLimits& limits, const TokenSink& sink,
+                                      const VerifyObserver& observe) {
+  GenerationResult r;
+  config.context = generation_context(prompt, limits);
+  config.prefill_batch = limits.prefill_batch;
+  SpeculativeDecoder decoder(target, proposer, config);
+  Timer prefill;
+  const int32_t first = decoder.prefill(prompt);
+  r.prefill_seconds = prefill.seconds();
+  TokenCollector out(limits, sink, r.tokens);
+  Timer decode;
+  std::vector<int32_t> step;
+  if (out.push(first)) {
+    while (decoder.context_used() < config.context) {
+      step.clear();
+      decoder.step(step);
+      ++r.decode_forwards;
+      bool go = true;
+      for (int32_t token : step) go = go && out.push(token);
+      if (observe) observe(decoder.stats());
+      if (!go) break;
+    }
+  }
+  r.decode_seconds = decode.seconds();
+  r.stats = decoder.stats();
+  return r;
+}
+
+}  // namespace eaglet

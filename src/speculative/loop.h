@@ -1,0 +1,19 @@
+#pragma once
+// The speculative decoding loop over a prompt, with the same limits and callbacks as the plain loop.
+#include <functional>
+#include <span>
+
+#include "generate/generation.h"
+#include "speculative/proposer.h"
+#include "speculative/speculative.h"
+
+namespace eaglet {
+
+// Called after each verify (for periodic logs).
+using VerifyObserver = std::function<void(const SpecStats&)>;
+
+GenerationResult generate_speculative(Transformer& target, Proposer& proposer, std::span<const int32_t> prompt,
+                                      SpecConfig config, const GenerationLimits& limits, const TokenSink& sink = {},
+                                      const VerifyObserver& observe = {});
+
+}  // namespace eaglet

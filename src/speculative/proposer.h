@@ -1,0 +1,43 @@
+#pragma once
+// What speculative decoding asks of a drafter. The EAGLE-3 drafter implements it (drafter/eagle3_proposer.h); an
+// MTP head or an n-gram table could too. A round drafts a tree whose node 0 is the root, the last token the target
+// emitted; the proposer gives its draft distribution after any node it has been shown.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace eaglet {
+
+// A drafted node shown to the proposer: its token, the node it follows (0: the root, else a node expanded earlier in
+// this round) and its depth (1 for the root's children).
+struct DraftStep {
+  int node = 0;
+  int parent = 0;
+  int32_t token = 0;
+  int depth = 0;
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  virtual std::string describe() const = 0;
+  // Target hidden states it reads (HF hidden_states ids, ascending), captured by the target's forward; may be empty.
+  virtual const std::vector<int>& aux_layers() const = 0;
+  virtual int64_t draft_vocab() const = 0;
+  virtual int32_t to_target(int32_t draft_id) const = 0;  // draft vocabulary -> target vocabulary
+
+  // A new sequence, with room for `capacity` tokens.
+  virtual void reset(int64_t capacity) = 0;
+  // Tokens the target verified, at positions first_position + i, each with the target's aux states [aux width] of
+  // the token before it (the verify forward's rows). The last one is the next round's root.
+  virtual void extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) = 0;
+  // The draft logits after `node` (0: the root) over the draft vocabulary.
+  virtual const float* logits(int node) const = 0;
+  // Shows it nodes of one depth, so that logits(node) is defined for them.
+  virtual void expand(std::span<const DraftStep> nodes) = 0;
+  // Forgets the round's nodes (and whatever state they added).
+  virtual void end_round() = 0;
+};
+
+}  // namespace eaglet

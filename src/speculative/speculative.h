@@ -1,0 +1,54 @@
+#pragma once
+// Speculative decoding: a proposer drafts a tree, the target verifies it in one forward, the accepted path is kept,
+// repeat. The target's output is unchanged: token for token when greedy, in distribution when sampling.
+//
+// State between rounds: the target cache holds every emitted token but the last (the root); the proposer has been
+// extended with one pair (token t+1, target aux state of t) per position t up to the root's, and its distribution
+// after the root starts the next tree.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/transformer.h"
+#include "sample/sampler.h"
+#include "speculative/acceptance.h"
+#include "speculative/draft_tree.h"
+#include "speculative/proposer.h"
+#include "speculative/stats.h"
+
+namespace eaglet {
+
+struct SpecConfig {
+  DraftParams draft;
+  SpecSampling scheme = SpecSampling::TargetOnly;
+  SamplingParams sampling;
+  int64_t context = 4096;  // target context (tokens); the caches are sized from it
+  int prefill_batch = 256;
+};
+
+class SpeculativeDecoder {
+ public:
+  // The target's aux capture is set to the proposer's layers.
+  SpeculativeDecoder(Transformer& target, Proposer& proposer, const SpecConfig& config);
+
+  // Runs the prompt through target and proposer; returns the first generated token.
+  int32_t prefill(std::span<const int32_t> prompt);
+  // One draft + verify round; appends the accepted draft tokens and the target's next token (>= 1 token).
+  void step(std::vector<int32_t>& out);
+
+  const SpecStats& stats() const { return stats_; }
+  int64_t context_used() const { return target_cache_.size() + 1; }
+
+ private:
+  Transformer& target_;
+  Proposer& proposer_;
+  SpecConfig config_;
+  Sampler sampler_;
+  KVCache target_cache_;
+  int64_t proposer_capacity_ = 0;
+  int32_t root_token_ = 0;
+  SpecStats stats_;
+  std::vector<float> aux_rows_;
+};
+
+}  // namespace eaglet

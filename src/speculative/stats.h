@@ -1,0 +1,33 @@
+#pragma once
+// Acceptance statistics, with SGLang's log definitions and the plain ones beside them.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace eaglet {
+
+struct SpecStats {
+  int num_draft_tokens = 0;             // verified nodes per round, root included (SGLang's flag)
+  int64_t verifies = 0;
+  int64_t accepted = 0;                 // accepted draft tokens (bonus tokens not counted)
+  int64_t drafted = 0;                  // draft tokens verified
+  std::vector<int64_t> depth_reached;   // [d]: verifies whose tree had depth >= d+1
+  std::vector<int64_t> depth_accepted;  // [d]: verifies that accepted d+1 or more tokens
+  struct RoundTime {  // seconds spent in each part of the rounds
+    double draft = 0, verify = 0, accept_commit = 0, extend = 0;
+    double total() const { return draft + verify + accept_commit + extend; }
+  } time;
+
+  void record(int tree_depth, int drafted_tokens, int accepted_tokens);
+  void merge(const SpecStats& other);  // sums of two runs (e.g. over a prompt set)
+  // SGLang: accept len = (accepted + verifies) / verifies (bonus included); accept rate = len / num_draft_tokens.
+  double accept_length() const;
+  double accept_rate() const;
+  double draft_acceptance() const;  // accepted / drafted (vLLM, llama.cpp)
+  std::string log_line() const;     // "accept len: X.XX, accept rate: Y.YY"
+  std::string summary() const;      // the log line plus the plain figures and per-depth acceptance
+  std::string time_line() const;    // "round time: draft 31% (1.2 ms), verify 52% (...), accept+commit ..., extend ..."
+  bool zero_acceptance() const;     // >= 32 verifies and accept len < 1.05
+};
+
+}  // namespace eaglet

@@ -1,0 +1,140 @@
+#include "tokenizer/chat_template.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tokenizer/tokenizer_json.h"
+#include "tokenizer/unicode_utf8.h"
+#include "io/json_util.h"
+#include "util/error.h"
+
+namespace eaglet {
+namespace {
+
+struct Template {
+  std::string text;
+  std::string source;  // the file it came from, for messages
+};
+
+[[noreturn]] void no_template(const std::string& model_dir, const std::string& why) {
+  fail(model_dir, ": ", why, "; eaglet supports only the Llama-3, ChatML and Llama-2 chat formats (no Jinja engine "
+       "yet)");
+}
+
+Template load_template(const std::string& model_dir) {
+  const std::filesystem::path dir(model_dir);
+  const std::string jinja = (dir / "chat_template.jinja").string();
+  if (std::filesystem::exists(jinja)) return {read_file(jinja), jinja};
+  const std::string config_file = (dir / "tokenizer_config.json").string();
+  if (!std::filesystem::exists(config_file)) {
+    no_template(model_dir, "no chat template (neither chat_template.jinja nor tokenizer_config.json)");
+  }
+  const nlohmann::json json = tok::read_json_file(config_file);
+  const tok::JsonField config(json, config_file, "");
+  if (!json.is_object()) config.fail_expected("an object");
+  const auto field = config.optional("chat_template");
+  if (!field) {
+    fail(config_file, ": field \"chat_template\": missing, and there is no chat_template.jinja; eaglet supports "
+         "only the Llama-3, ChatML and Llama-2 chat formats (no Jinja engine yet)");
+  }
+  if (field->json().is_string()) return {field->string(), config_file};
+  for (size_t i = 0; i < field->size(); ++i) {
+    const tok::JsonField item = field->element(i);
+    if (item["name"].string() == "default") return {item["template"].string(), config_file};
+  }
+  field->fail_with("no template named \"default\" in the list");
+}
+
+// Python's str.strip(), which the Jinja templates' trim / .strip() use.
+std::string strip(const std::string& text) {
+  auto is_space = [](char32_t cp) { return unicode::is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F); };
+  const std::string valid = unicode::is_valid_utf8(text) ? text : unicode::to_valid_utf8(text);
+  size_t begin = valid.size(), end = 0;
+  for (size_t pos = 0; pos < valid.size();) {
+    const size_t start = pos;
+    if (is_space(unicode::next_code_point(valid, pos))) continue;
+    begin = std::min(begin, start);
+    end = pos;
+  }
+  return begin < end ? valid.substr(begin, end - begin) : std::string();
+}
+
+std::string render_llama3(const std::vector<ChatMessage>& messages) {
+  std::string out = "<|begin_of_text|>";
+  for (const ChatMessage& m : messages) {
+    out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + strip(m.content) + "<|eot_id|>";
+  }
+  return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
+}
+
+std::string render_chatml(const std::vector<ChatMessage>& messages) {
+  std::string out;
+  for (const ChatMessage& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+  return out + "<|im_start|>assistant\n";
+}
+
+std::string render_llama2(const std::vector<ChatMessage>& messages) {
+  size_t first = 0;
+  std::string system;
+  if (!messages.empty() && messages[0].role == "system") {
+    system = messages[0].content;
+    first = 1;
+  }
+  std::string out;
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    const bool expect_user = (i - first) % 2 == 0;
+    if (m.role != (expect_user ? "user" : "assistant")) {
+      fail("chat: message ", i, " has role ", tok::json_quoted(m.role), " but the Llama-2 format needs ",
+           expect_user ? "\"user\"" : "\"assistant\"",
+           " here (an optional system message, then alternating user/assistant)");
+    }
+    if (expect_user) {
+      const std::string content =
+          i == first && first == 1 ? "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + m.content : m.content;
+      out.append("<s>[INST] ").append(strip(content)).append(" [/INST]");
+    } else {
+      out.append(" ").append(strip(m.content)).append(" </s>");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ChatFormat detect_chat_format(const std::string& model_dir) {
+  const Template tmpl = load_template(model_dir);
+  if (tmpl.text.find("<|start_header_id|>") != std::string::npos) return ChatFormat::Llama3;
+  if (tmpl.text.find("<|im_start|>") != std::string::npos) return ChatFormat::ChatML;
+  if (tmpl.text.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
+  fail(tmpl.source, ": the chat template is not one eaglet recognises; eaglet supports only the Llama-3, ChatML and "
+       "Llama-2 chat formats (no Jinja engine yet)");
+}
+
+std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages) {
+  switch (format) {
+    case ChatFormat::Llama3:
+      return render_llama3(messages);
+    case ChatFormat::ChatML:
+      return render_chatml(messages);
+    case ChatFormat::Llama2:
+      return render_llama2(messages);
+  }
+  fail("chat: unknown chat format");
+}
+
+const char* chat_format_name(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::Llama3:
+      return "llama3";
+    case ChatFormat::ChatML:
+      return "chatml";
+    case ChatFormat::Llama2:
+      return "llama2";
+  }
+  return "unknown";
+}
+
+}  // namespace eaglet

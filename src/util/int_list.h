@@ -1,0 +1,10 @@
+#pragma once
+// "1,2,3" -> {1, 2, 3}; anything else is an Error naming `what` (a flag or field).
+#include <string>
+#include <vector>
+
+namespace eaglet {
+
+std::vector<int> parse_int_list(const std::string& text, const std::string& what);
+
+}  // namespace eaglet

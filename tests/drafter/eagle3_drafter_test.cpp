@@ -1,0 +1,148 @@
+// The EAGLE-3 drafter against the independent PyTorch drafter (tests/oracle/eagle3_reference.py), in every
+// published layout; and every load-time contract against a fixture that breaks exactly that contract.
+#include "drafter/eagle3_drafter.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "io/json_util.h"
+#include "kernels/cpu_features.h"
+#include "kernels/matmul.h"
+#include "model/transformer.h"
+#include "test_env.h"
+#include "util/error.h"
+
+namespace eaglet {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string drafters_dir() { return test::fixtures_dir() + "/drafters"; }
+nlohmann::json manifest() { return read_json_file(drafters_dir() + "/MANIFEST.json"); }
+
+std::vector<float> floats(const Checkpoint& f, const std::string& name) {
+  const TensorView* t = f.find(name);
+  EXPECT_NE(t, nullptr) << name;
+  std::vector<float> v(t ? static_cast<size_t>(t->numel()) : 0);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(t->data, t->dtype, static_cast<int64_t>(i));
+  return v;
+}
+
+std::vector<int32_t> ints(const Checkpoint& f, const std::string& name) {
+  const TensorView* t = f.find(name);
+  EXPECT_TRUE(t != nullptr && t->dtype == DType::I64) << name;
+  std::vector<int32_t> v(t ? static_cast<size_t>(t->numel()) : 0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t x;
+    std::memcpy(&x, t->data + 8 * i, 8);
+    v[i] = static_cast<int32_t>(x);
+  }
+  return v;
+}
+
+float max_diff(const float* a, const float* b, size_t n) {
+  float m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+class DrafterParity : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DrafterParity, ExtendAndStepMatchPyTorch) {
+  const std::string name = GetParam();
+  const auto info = manifest()["drafters"][name];
+  auto target = Transformer::load(test::fixtures_dir() + "/" + info["target"].get<std::string>());
+  auto drafter = Eagle3Drafter::load(drafters_dir() + "/" + name, *target, {});
+  Checkpoint ref = Checkpoint::open_file(drafters_dir() + "/reference/" + name + ".safetensors");
+  const auto ref_layers = ints(ref, "aux_layers");
+  EXPECT_EQ(drafter->aux_layers(), std::vector<int>(ref_layers.begin(), ref_layers.end()));
+
+  // eaglet's own aux capture at the drafter's layers equals the oracle's.
+  const auto ids = ints(ref, "input_ids");
+  const int64_t S = static_cast<int64_t>(ids.size());
+  target->set_aux_layers(drafter->aux_layers());
+  KVCache tcache = target->make_cache(S);
+  target->forward(tcache, {.tokens = ids});
+  const auto aux = floats(ref, "aux");
+  ASSERT_EQ(aux.size(), target->aux_hidden().size());
+  EXPECT_LE(max_diff(aux.data(), target->aux_hidden().data(), aux.size()), 1e-4f);
+
+  // Extend: pairs (token t+1, aux of t) at positions t; every row's logits and next hidden state. First with fp32
+  // activations (tight), then on the AVX-512 BF16 path that bf16 drafters use by default: activations rounded to
+  // bf16 (2^-9 relative per product), bounded at 3% of the largest |logit|.
+  const auto draft_ids = ints(ref, "draft_input_ids"), positions = ints(ref, "positions");
+  const int64_t Vd = drafter->config().draft_vocab_size, H = drafter->config().hidden_size;
+  const auto logits = floats(ref, "logits"), h_next = floats(ref, "h_next");
+  const auto step_logits = floats(ref, "step_logits"), step_h_next = floats(ref, "step_h_next");
+  float scale = 0.0f;
+  for (float v : logits) scale = std::fmax(scale, std::fabs(v));
+  for (Isa isa : {Isa::Avx512, Isa::Avx512Bf16}) {
+    set_active_isa(isa);
+    if (active_isa() != isa) continue;
+    const bool rounded = info["weight_dtype"] == "BF16" && isa == Isa::Avx512Bf16;
+    const float tol = rounded ? 0.03f * scale : info["weight_dtype"] == "BF16" ? 2e-3f : 2e-4f;
+    KVCache cache = drafter->make_cache(S + 4);
+    drafter->forward(cache, draft_ids, aux.data(), Eagle3Drafter::Input::TargetAux, positions, {}, true);
+    cache.commit_all();
+    EXPECT_LE(max_diff(drafter->logits_row(0), logits.data(), static_cast<size_t>(S * Vd)), tol) << name << " " << isa_name(isa);
+    EXPECT_LE(max_diff(drafter->h_next_row(0), h_next.data(), static_cast<size_t>(S * H)), rounded ? 0.05f : tol) << name;
+    // A later draft step reads the drafter's own output, never fc again.
+    const std::vector<float> last_h(drafter->h_next_row(S - 1), drafter->h_next_row(S - 1) + H);
+    const auto step_token = ints(ref, "step_token"), step_pos = ints(ref, "step_position");
+    drafter->forward(cache, step_token, last_h.data(), Eagle3Drafter::Input::OwnHidden, step_pos, {}, true);
+    EXPECT_LE(max_diff(drafter->logits_row(0), step_logits.data(), static_cast<size_t>(Vd)), tol) << name;
+    EXPECT_LE(max_diff(drafter->h_next_row(0), step_h_next.data(), static_cast<size_t>(H)), rounded ? 0.05f : tol) << name;
+  }
+  set_active_isa(Isa::Avx512Bf16);
+  std::printf("[drafter] %s: %s\n", name.c_str(), drafter->describe().c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, DrafterParity,
+                         ::testing::Values("eagle_official", "specforge", "speculators", "speculators_2layer",
+                                           "vllm_bf16", "exact_echo", "exact_smallvocab", "random_echo"));
+
+TEST(BadInputDrafter, EveryBrokenContractIsNamed) {
+  const auto broken = read_json_file(drafters_dir() + "/broken/MANIFEST.json");
+  ASSERT_GE(broken.size(), 19u);
+  for (const auto& [name, info] : broken.items()) {
+    auto target = Transformer::load(test::fixtures_dir() + "/" + info["target"].get<std::string>());
+    std::string msg = "(no error)";
+    try {
+      Eagle3Drafter::load(drafters_dir() + "/broken/" + name, *target, {});
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    for (const auto& expect : info["expect"]) EXPECT_THAT(msg, HasSubstr(expect.get<std::string>())) << name;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+  }
+}
+
+TEST(BadInputDrafter, SpecForgeNormOutputFalseIsRefused) {
+  const std::string dir = test::temp_dir("specforge_norm_output");
+  std::filesystem::copy(drafters_dir() + "/specforge", dir, std::filesystem::copy_options::recursive);
+  auto config = read_json_file(dir + "/config.json");
+  config["norm_output"] = false;
+  test::write_file(dir + "/config.json", config.dump());
+  auto target = Transformer::load(test::fixtures_dir() + "/tiny/llama_fp32");
+  EXPECT_THAT(test::error_of([&] { Eagle3Drafter::load(dir, *target, {}); }),
+              ::testing::AllOf(HasSubstr("config.json"), HasSubstr("norm_output")));
+}
+
+TEST(BadInputDrafter, AuxConventionChangesTheLayers) {
+  auto target = Transformer::load(test::fixtures_dir() + "/tiny/llama_fp32");
+  // specforge writes [1, 3, 4] in the output-of-layer convention: hidden states [2, 4, 5].
+  auto as_output = Eagle3Drafter::load(drafters_dir() + "/specforge", *target, {});
+  EXPECT_EQ(as_output->aux_layers(), (std::vector<int>{2, 4, 5}));
+  auto as_input = Eagle3Drafter::load(drafters_dir() + "/specforge", *target, {.aux_convention = AuxConvention::Input});
+  EXPECT_EQ(as_input->aux_layers(), (std::vector<int>{1, 3, 4}));
+  // speculators_2layer's [1, 4, 7] read as outputs would need hidden state 8 = L: still valid; 7 + 1 for L = 8.
+  auto shifted = Eagle3Drafter::load(drafters_dir() + "/speculators_2layer", *target, {.aux_convention = AuxConvention::Output});
+  EXPECT_EQ(shifted->aux_layers(), (std::vector<int>{2, 5, 8}));
+}
+
+}  // namespace
+}  // namespace eaglet
