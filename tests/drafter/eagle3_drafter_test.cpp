@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/json_util.h"
+#include "isa_test.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
 #include "model/transformer.h"
@@ -50,10 +51,14 @@ float max_diff(const float* a, const float* b, size_t n) {
   return m;
 }
 
-class DrafterParity : public ::testing::TestWithParam<std::string> {};
+class DrafterParity : public ::testing::TestWithParam<std::tuple<std::string, Isa>> {
+ protected:
+  void TearDown() override { set_active_isa(Isa::Avx512Bf16); }  // clamped to the best this CPU has
+};
 
 TEST_P(DrafterParity, ExtendAndStepMatchPyTorch) {
-  const std::string name = GetParam();
+  const auto& [name, isa] = GetParam();
+  if (!test::activate_isa(isa)) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
   const auto info = manifest()["drafters"][name];
   auto target = Transformer::load(test::fixtures_dir() + "/" + info["target"].get<std::string>());
   auto drafter = Eagle3Drafter::load(drafters_dir() + "/" + name, *target, {});
@@ -71,39 +76,40 @@ TEST_P(DrafterParity, ExtendAndStepMatchPyTorch) {
   ASSERT_EQ(aux.size(), target->aux_hidden().size());
   EXPECT_LE(max_diff(aux.data(), target->aux_hidden().data(), aux.size()), 1e-4f);
 
-  // Extend: pairs (token t+1, aux of t) at positions t; every row's logits and next hidden state. First with fp32
-  // activations (tight), then on the AVX-512 BF16 path that bf16 drafters use by default: activations rounded to
-  // bf16 (2^-9 relative per product), bounded at 3% of the largest |logit|.
+  // Extend: pairs (token t+1, aux of t) at positions t; every row's logits and next hidden state. With fp32
+  // activations (scalar, AVX2, AVX-512: tight), and on the AVX-512 BF16 path that bf16 drafters use by default:
+  // activations rounded to bf16 (2^-9 relative per product), bounded at 3% of the largest |logit|.
   const auto draft_ids = ints(ref, "draft_input_ids"), positions = ints(ref, "positions");
   const int64_t Vd = drafter->config().draft_vocab_size, H = drafter->config().hidden_size;
   const auto logits = floats(ref, "logits"), h_next = floats(ref, "h_next");
   const auto step_logits = floats(ref, "step_logits"), step_h_next = floats(ref, "step_h_next");
   float scale = 0.0f;
   for (float v : logits) scale = std::fmax(scale, std::fabs(v));
-  for (Isa isa : {Isa::Avx512, Isa::Avx512Bf16}) {
-    set_active_isa(isa);
-    if (active_isa() != isa) continue;
-    const bool rounded = info["weight_dtype"] == "BF16" && isa == Isa::Avx512Bf16;
-    const float tol = rounded ? 0.03f * scale : info["weight_dtype"] == "BF16" ? 2e-3f : 2e-4f;
-    KVCache cache = drafter->make_cache(S + 4);
-    drafter->forward(cache, draft_ids, aux.data(), Eagle3Drafter::Input::TargetAux, positions, {}, true);
-    cache.commit_all();
-    EXPECT_LE(max_diff(drafter->logits_row(0), logits.data(), static_cast<size_t>(S * Vd)), tol) << name << " " << isa_name(isa);
-    EXPECT_LE(max_diff(drafter->h_next_row(0), h_next.data(), static_cast<size_t>(S * H)), rounded ? 0.05f : tol) << name;
-    // A later draft step reads the drafter's own output, never fc again.
-    const std::vector<float> last_h(drafter->h_next_row(S - 1), drafter->h_next_row(S - 1) + H);
-    const auto step_token = ints(ref, "step_token"), step_pos = ints(ref, "step_position");
-    drafter->forward(cache, step_token, last_h.data(), Eagle3Drafter::Input::OwnHidden, step_pos, {}, true);
-    EXPECT_LE(max_diff(drafter->logits_row(0), step_logits.data(), static_cast<size_t>(Vd)), tol) << name;
-    EXPECT_LE(max_diff(drafter->h_next_row(0), step_h_next.data(), static_cast<size_t>(H)), rounded ? 0.05f : tol) << name;
-  }
-  set_active_isa(Isa::Avx512Bf16);
-  std::printf("[drafter] %s: %s\n", name.c_str(), drafter->describe().c_str());
+  const bool rounded = info["weight_dtype"] == "BF16" && isa == Isa::Avx512Bf16;
+  const float tol = rounded ? 0.03f * scale : info["weight_dtype"] == "BF16" ? 2e-3f : 2e-4f;
+  KVCache cache = drafter->make_cache(S + 4);
+  drafter->forward(cache, draft_ids, aux.data(), Eagle3Drafter::Input::TargetAux, positions, {}, true);
+  cache.commit_all();
+  EXPECT_LE(max_diff(drafter->logits_row(0), logits.data(), static_cast<size_t>(S * Vd)), tol) << name << " " << isa_name(isa);
+  EXPECT_LE(max_diff(drafter->h_next_row(0), h_next.data(), static_cast<size_t>(S * H)), rounded ? 0.05f : tol) << name;
+  // A later draft step reads the drafter's own output, never fc again.
+  const std::vector<float> last_h(drafter->h_next_row(S - 1), drafter->h_next_row(S - 1) + H);
+  const auto step_token = ints(ref, "step_token"), step_pos = ints(ref, "step_position");
+  drafter->forward(cache, step_token, last_h.data(), Eagle3Drafter::Input::OwnHidden, step_pos, {}, true);
+  EXPECT_LE(max_diff(drafter->logits_row(0), step_logits.data(), static_cast<size_t>(Vd)), tol) << name;
+  EXPECT_LE(max_diff(drafter->h_next_row(0), step_h_next.data(), static_cast<size_t>(H)), rounded ? 0.05f : tol) << name;
+  std::printf("[drafter] %s (%s): %s\n", name.c_str(), std::string(isa_name(isa)).c_str(), drafter->describe().c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, DrafterParity,
-                         ::testing::Values("eagle_official", "specforge", "speculators", "speculators_2layer",
-                                           "vllm_bf16", "exact_echo", "exact_smallvocab", "random_echo"));
+                         ::testing::Combine(::testing::Values("eagle_official", "specforge", "speculators",
+                                                              "speculators_2layer", "vllm_bf16", "exact_echo",
+                                                              "exact_echo_eagle", "exact_echo_vllm",
+                                                              "exact_echo_2layer", "exact_smallvocab", "random_echo"),
+                                            ::testing::ValuesIn(test::all_isas())),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::string(isa_name(std::get<1>(info.param)));
+                         });
 
 TEST(BadInputDrafter, EveryBrokenContractIsNamed) {
   const auto broken = read_json_file(drafters_dir() + "/broken/MANIFEST.json");

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "isa_test.h"
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "util/thread_pool.h"
@@ -111,27 +112,29 @@ TEST_P(MatmulTest, GroupAndStridedRowsMatchSeparateMatmuls) {
 }
 
 // Attention scores: y = x · B with B row-major and strided (keys stored transposed in the cache).
-TEST(GemmNN, EveryPathMatchesReference) {
+class GemmNN : public test::IsaTest {};
+
+TEST_P(GemmNN, MatchesReference) {
+  const Isa isa = GetParam();
   std::mt19937 rng(17);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
-    set_active_isa(isa);
-    if (active_isa() != isa) continue;
-    for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{1, 64, 2048}, {4, 64, 100}, {9, 16, 65}, {3, 8, 7}}) {
-      const int64_t ldb = N + 13;
-      std::vector<float> x(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * ldb));
-      for (float& v : x) v = dist(rng);
-      for (float& v : b) v = dist(rng);
-      std::vector<float> got(static_cast<size_t>(M * N)), want(static_cast<size_t>(M * N));
-      gemm_nn_serial(got.data(), x.data(), M, b.data(), K, N, ldb);
-      gemm_nn_reference(want.data(), x.data(), M, b.data(), K, N, ldb);
-      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f * std::sqrt(static_cast<float>(K))) << isa_name(isa);
-    }
+  for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{1, 64, 2048}, {4, 64, 100}, {9, 16, 65}, {3, 8, 7}}) {
+    const int64_t ldb = N + 13;
+    std::vector<float> x(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * ldb));
+    for (float& v : x) v = dist(rng);
+    for (float& v : b) v = dist(rng);
+    std::vector<float> got(static_cast<size_t>(M * N)), want(static_cast<size_t>(M * N));
+    gemm_nn_serial(got.data(), x.data(), M, b.data(), K, N, ldb);
+    gemm_nn_reference(want.data(), x.data(), M, b.data(), K, N, ldb);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f * std::sqrt(static_cast<float>(K))) << isa_name(isa);
   }
-  set_active_isa(Isa::Avx512Bf16);
 }
 
-TEST(Softmax, VectorPathMatchesReference) {
+INSTANTIATE_TEST_SUITE_P(Isas, GemmNN, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
+
+class Softmax : public test::IsaTest {};
+
+TEST_P(Softmax, MatchesReference) {
   std::mt19937 rng(3);
   std::normal_distribution<float> dist(0.0f, 4.0f);
   for (int64_t n : {1, 5, 16, 17, 100, 2049}) {
@@ -155,6 +158,8 @@ TEST(Softmax, VectorPathMatchesReference) {
   softmax(all_masked.data(), 20);
   for (float v : all_masked) EXPECT_EQ(v, 0.0f);
 }
+
+INSTANTIATE_TEST_SUITE_P(Isas, Softmax, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
 
 TEST(Dtype, Bf16RoundsToNearestEven) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);

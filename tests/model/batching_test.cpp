@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cpu_features.h"
+#include "isa_test.h"
 #include "model/model_fixtures.h"
 #include "model/transformer.h"
 #include "test_env.h"
@@ -140,38 +141,36 @@ TEST_P(Batching, ContextOverflowIsAnErrorNotACrash) {
   EXPECT_THROW(model->forward(cache, {.tokens = {&bad, 1}}), Error);
 }
 
+class BatchingBitwise : public test::IsaTest {};
+
 // Stronger than the tolerance above: every kernel computes a row the same way whatever the batch and however long
 // the cache, so verifying a chain in one forward gives bit-identical logits to decoding it token by token (real bf16
 // model, every kernel path). Speculative greedy output is then identical to plain greedy output by construction.
-TEST(BatchingBitwise, VerifyBatchEqualsTokenByTokenExactly) {
+TEST_P(BatchingBitwise, VerifyBatchEqualsTokenByTokenExactly) {
   auto model = Transformer::load(test::shared_dir() + "/models/pycode-llama-19m");
   const std::vector<int32_t> ids = {1, 466, 6992, 7638, 7646, 310, 13, 260, 325, 589, 259, 7687, 7616, 13, 466, 310,
                                     7616, 13, 260, 325};
   const int64_t V = model->config().vocab_size, split = 6;
-  for (Isa isa : {Isa::Avx512Bf16, Isa::Avx512, Isa::Avx2, Isa::Scalar}) {
-    set_active_isa(isa);
-    if (active_isa() != isa) continue;
-    KVCache a = model->make_cache(32), b = model->make_cache(32);
-    model->forward(a, {.tokens = {ids.data(), static_cast<size_t>(split)}});
-    a.commit_all();
-    model->forward(b, {.tokens = {ids.data(), static_cast<size_t>(split)}});
+  const Isa isa = GetParam();
+  KVCache a = model->make_cache(32), b = model->make_cache(32);
+  model->forward(a, {.tokens = {ids.data(), static_cast<size_t>(split)}});
+  a.commit_all();
+  model->forward(b, {.tokens = {ids.data(), static_cast<size_t>(split)}});
+  b.commit_all();
+  model->forward(a, {.tokens = {ids.data() + split, ids.size() - split}, .all_logits = true});
+  const std::vector<float> batch(model->logits().begin(), model->logits().end());
+  for (size_t i = split; i < ids.size(); ++i) {
+    model->forward(b, {.tokens = {&ids[i], 1}});
     b.commit_all();
-    model->forward(a, {.tokens = {ids.data() + split, ids.size() - split}, .all_logits = true});
-    const std::vector<float> batch(model->logits().begin(), model->logits().end());
-    for (size_t i = split; i < ids.size(); ++i) {
-      model->forward(b, {.tokens = {&ids[i], 1}});
-      b.commit_all();
-      for (int64_t v = 0; v < V; ++v)
-        ASSERT_EQ(model->logits_row(0)[v], batch[(i - split) * V + static_cast<size_t>(v)])
-            << "position " << i << " " << isa_name(isa);
-    }
+    for (int64_t v = 0; v < V; ++v)
+      ASSERT_EQ(model->logits_row(0)[v], batch[(i - split) * V + static_cast<size_t>(v)])
+          << "position " << i << " " << isa_name(isa);
   }
-  set_active_isa(Isa::Avx512Bf16);
 }
 
 // The same for a tree: each node's logits equal, bit for bit, those of decoding its path token by token after the
 // context (long enough that part of every sum is read in place from the cache and part from the gathered tail).
-TEST(BatchingBitwise, TreeNodesEqualDecodingTheirPathExactly) {
+TEST_P(BatchingBitwise, TreeNodesEqualDecodingTheirPathExactly) {
   auto model = Transformer::load(test::shared_dir() + "/models/pycode-llama-19m");
   const int64_t V = model->config().vocab_size;
   std::vector<int32_t> context = {1};
@@ -187,29 +186,27 @@ TEST(BatchingBitwise, TreeNodesEqualDecodingTheirPathExactly) {
     positions[static_cast<size_t>(i)] = static_cast<int32_t>(context.size()) + depth[static_cast<size_t>(i)];
     for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) mask[static_cast<size_t>(i * N + j)] = 1;
   }
-  for (Isa isa : {Isa::Avx512Bf16, Isa::Avx512, Isa::Avx2, Isa::Scalar}) {
-    set_active_isa(isa);
-    if (active_isa() != isa) continue;
-    KVCache after_context = model->make_cache(160);
-    model->forward(after_context, {.tokens = context});
-    after_context.commit_all();
-    KVCache tree_cache = after_context;
-    model->forward(tree_cache, {.tokens = tokens, .positions = positions, .mask = mask, .all_logits = true});
-    const std::vector<float> tree(model->logits().begin(), model->logits().end());
-    for (int64_t i = 0; i < N; ++i) {
-      std::vector<int32_t> path;
-      for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) path.insert(path.begin(), tokens[static_cast<size_t>(j)]);
-      KVCache cache = after_context;
-      for (int32_t t : path) {
-        model->forward(cache, {.tokens = {&t, 1}});
-        cache.commit_all();
-      }
-      for (int64_t v = 0; v < V; ++v)
-        ASSERT_EQ(model->logits_row(0)[v], tree[static_cast<size_t>(i * V + v)]) << "node " << i << " " << isa_name(isa);
+  const Isa isa = GetParam();
+  KVCache after_context = model->make_cache(160);
+  model->forward(after_context, {.tokens = context});
+  after_context.commit_all();
+  KVCache tree_cache = after_context;
+  model->forward(tree_cache, {.tokens = tokens, .positions = positions, .mask = mask, .all_logits = true});
+  const std::vector<float> tree(model->logits().begin(), model->logits().end());
+  for (int64_t i = 0; i < N; ++i) {
+    std::vector<int32_t> path;
+    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) path.insert(path.begin(), tokens[static_cast<size_t>(j)]);
+    KVCache cache = after_context;
+    for (int32_t t : path) {
+      model->forward(cache, {.tokens = {&t, 1}});
+      cache.commit_all();
     }
+    for (int64_t v = 0; v < V; ++v)
+      ASSERT_EQ(model->logits_row(0)[v], tree[static_cast<size_t>(i * V + v)]) << "node " << i << " " << isa_name(isa);
   }
-  set_active_isa(Isa::Avx512Bf16);
 }
+
+INSTANTIATE_TEST_SUITE_P(Isas, BatchingBitwise, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
 
 INSTANTIATE_TEST_SUITE_P(Variants, Batching,
                          ::testing::Values("llama_fp32", "qwen2_fp32", "qwen3_fp32", "mistral_fp32"));

@@ -7,8 +7,10 @@ TINY_DIR is the output of make_tiny_models.py (drafters of tiny/llama_fp32 read 
 fixtures"):
     DIR/targets/{echo_fp32, nearecho_fp32, smallvocab_fp32}/   extra HF targets (bigram targets)
     DIR/<drafter>/{config.json, model.safetensors}              eagle_official, specforge, speculators,
-                                                                speculators_2layer, vllm_bf16, exact_echo,
-                                                                exact_smallvocab, random_echo
+                                                                speculators_2layer, vllm_bf16, exact_echo (and
+                                                                exact_echo_{eagle,vllm,2layer}: the same exact
+                                                                drafter in the other layouts), exact_smallvocab,
+                                                                random_echo
     DIR/reference/<drafter>.safetensors                         eagle3_reference.py outputs (fp32)
     DIR/broken/<name>/ + DIR/broken/MANIFEST.json               one contract broken per copy
     DIR/MANIFEST.json                                           layouts, flags, aux layers, rates, generator hash
@@ -400,7 +402,7 @@ def build_exact_drafter(name, targets, s=EXACT_QK_SCALE, seed=99):
     back into place, so attn_out = a (the target embedding is zero beyond nkv·D dims). down_proj = 0, norm = 1,
     lm_head = the target's: draft logits = target logits / rms(a), the same argmax."""
     rng = np.random.default_rng(seed)
-    tname = "echo_fp32" if name == "exact_echo" else "smallvocab_fp32"
+    tname = "echo_fp32" if name.startswith("exact_echo") else "smallvocab_fp32"
     tcfg, tt = targets[tname]
     H = tcfg["hidden_size"]
     V = tcfg["vocab_size"]
@@ -411,7 +413,20 @@ def build_exact_drafter(name, targets, s=EXACT_QK_SCALE, seed=99):
     E = tt["model.embed_tokens.weight"]
     assert np.all(E[:, KV:] == 0), "the bigram target's embeddings must be zero beyond the kv width"
     flags = {"norm_before_residual": True, "norm_before_fc": False, "fc_norm": False, "norm_output": False}
-    cfg = speculators_config(tcfg, "drafters/targets/" + tname, V, [2, 4, 5], flags, dims=dims)
+    # The same construction in every layout; norm_before_residual keeps later steps' own hidden state out too.
+    two = name == "exact_echo_2layer"
+    p = "layers.0."
+    if name == "exact_echo_eagle":
+        cfg = flat_config("LlamaForCausalLM", V, V, {"head_dim": D, "rms_norm_eps": tcfg["rms_norm_eps"],
+                                                     "rope_theta": tcfg["rope_theta"],
+                                                     "norm_before_residual": True}, dims=dims)
+        p = "midlayer."
+    elif name == "exact_echo_vllm":
+        cfg = flat_config("Eagle3LlamaForCausalLM", V, V, {"head_dim": D, "rms_norm_eps": tcfg["rms_norm_eps"],
+                                                           "rope_theta": tcfg["rope_theta"], **flags}, dims=dims)
+    else:
+        cfg = speculators_config(tcfg, "drafters/targets/" + tname, V, [2, 4, 5], flags, num_layers=2 if two else 1,
+                                 dims=dims)
     n_rep = nh // nkv
     q = np.zeros((nh * D, 2 * H), np.float32)
     for h in range(nh):
@@ -425,7 +440,6 @@ def build_exact_drafter(name, targets, s=EXACT_QK_SCALE, seed=99):
     for h in range(nh):
         g = h // n_rep
         o[g * D:(g + 1) * D, h * D:(h + 1) * D] = np.eye(D) / n_rep
-    p = "layers.0."
     t = {
         "fc.weight": np.zeros((H, 3 * tcfg["hidden_size"]), np.float32),
         p + "input_layernorm.weight": np.array(tt["model.norm.weight"], dtype=np.float32),
@@ -441,11 +455,15 @@ def build_exact_drafter(name, targets, s=EXACT_QK_SCALE, seed=99):
         "embed_tokens.weight": np.array(E, dtype=np.float32),
         "d2t": np.zeros(V, np.int64), "t2d": np.ones(V, bool),
     }
+    if two:  # a second, standard layer whose output projections are 0: the identity on the residual stream
+        t.update(random_layer(rng, "layers.1.", H, nh, nkv, D, I, False))
+        t["layers.1.self_attn.o_proj.weight"] = np.zeros((H, nh * D), np.float32)
+        t["layers.1.mlp.down_proj.weight"] = np.zeros((H, I), np.float32)
     return cfg, t, tname
 
 
 DRAFTERS = ["eagle_official", "specforge", "speculators", "speculators_2layer", "vllm_bf16", "exact_echo",
-            "exact_smallvocab", "random_echo"]
+            "exact_echo_eagle", "exact_echo_vllm", "exact_echo_2layer", "exact_smallvocab", "random_echo"]
 RANDOM_SEEDS = {n: zlib.crc32(n.encode()) % 100000 for n in DRAFTERS}
 MIN_MARGIN = 0.05
 
@@ -878,7 +896,7 @@ def main(argv=None) -> int:
                 "seed_tries": tries, "margin_min": round(mg, 4),
                 "reference": f"reference/{name}.safetensors", "reference_tensors": sorted(ref),
                 "files": sorted(os.listdir(ddir))}
-        if name in ("exact_echo", "exact_smallvocab", "random_echo"):
+        if name.startswith("exact") or name == "random_echo":
             seqs = random_sequences(c.vocab_size, 8, 24, 777)
             ag = draft_agreement(drafter, target, seqs, steps=6)
             info["agreement"] = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in ag.items()}

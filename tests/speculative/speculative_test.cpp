@@ -85,15 +85,20 @@ TEST_P(LosslessGreedy, EqualsTargetAloneForChainsAndTrees) {
   }
   std::printf("[lossless] %s on %s: %d of 30 runs accepted drafts\n", c.drafter.c_str(), c.target.c_str(),
               accepted_somewhere);
+  // With nothing accepted, equality would be trivial: every case must have had drafts accepted and still agree.
+  EXPECT_GT(accepted_somewhere, 0) << c.drafter << " on " << c.target << ": no draft was ever accepted";
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, LosslessGreedy,
+    // Random-weight drafters of the real layouts (fc, fc_norm, bf16 paths) whose guesses land sometimes, and the exact
+    // drafter in each layout on a target that strays from it (partial acceptance: both accept and reject paths).
     ::testing::Values(GreedyCase{"eagle_official", "tiny/llama_fp32"}, GreedyCase{"specforge", "tiny/llama_fp32"},
-                      GreedyCase{"speculators", "tiny/llama_fp32"}, GreedyCase{"speculators_2layer", "tiny/llama_fp32"},
                       GreedyCase{"vllm_bf16", "tiny/llama_fp32"}, GreedyCase{"exact_echo", "drafters/targets/echo_fp32"},
                       GreedyCase{"exact_echo", "drafters/targets/nearecho_fp32"},
-                      GreedyCase{"random_echo", "drafters/targets/echo_fp32"}),
+                      GreedyCase{"exact_echo_eagle", "drafters/targets/nearecho_fp32"},
+                      GreedyCase{"exact_echo_vllm", "drafters/targets/nearecho_fp32"},
+                      GreedyCase{"exact_echo_2layer", "drafters/targets/nearecho_fp32"}),
     [](const auto& info) { return info.param.drafter + "_on_" + info.param.target.substr(info.param.target.rfind('/') + 1); });
 
 TEST(Acceptance, ExactDrafterReachesStepsPlusOneRandomDrafterAboutOne) {
