@@ -52,6 +52,46 @@ TEST(Config, ReadsEveryArchitectureFlag) {
   for (const BlockSpec& b : mistral.blocks) EXPECT_EQ(b.sliding_window, 6);
 }
 
+// An absent key means what it means to Hugging Face's config class of that model_type (each architecture file
+// declares those defaults); a null sliding_window is no window, an absent one Mistral's 4096.
+TEST(Config, AbsentKeysTakeTheHuggingFaceDefaults) {
+  auto strip = [](std::vector<std::string> keys) {
+    return [keys](json& j) {
+      for (const auto& k : keys) j.erase(k);
+    };
+  };
+  const auto llama = ModelConfig::load(edited_model("hf_llama", strip({"rms_norm_eps", "rope_theta", "rope_scaling",
+                                                                         "num_key_value_heads", "head_dim"})));
+  EXPECT_FLOAT_EQ(llama.rms_norm_eps, 1e-6f);
+  EXPECT_EQ(llama.rope.theta, 10000.0);
+  EXPECT_EQ(llama.num_kv_heads, llama.num_heads);
+  EXPECT_EQ(llama.head_dim, llama.hidden_size / llama.num_heads);
+
+  const auto mistral = ModelConfig::load(edited_model("hf_mistral", [](json& j) {
+    for (const char* k : {"sliding_window", "num_key_value_heads", "rms_norm_eps"}) j.erase(k);
+    j["num_attention_heads"] = 16;  // a multiple of MistralConfig's 8 KV heads
+    j["head_dim"] = 16;
+  }, "mistral_fp32"));
+  for (const BlockSpec& b : mistral.blocks) EXPECT_EQ(b.sliding_window, 4096);
+  EXPECT_EQ(mistral.num_kv_heads, 8);
+  EXPECT_FLOAT_EQ(mistral.rms_norm_eps, 1e-6f);
+  const auto mistral_null = ModelConfig::load(
+      edited_model("hf_mistral_null", [](json& j) { j["sliding_window"] = nullptr; }, "mistral_fp32"));
+  for (const BlockSpec& b : mistral_null.blocks) EXPECT_EQ(b.sliding_window, 0);
+
+  const auto qwen3 = ModelConfig::load(edited_model("hf_qwen3", strip({"head_dim", "rope_theta"}), "qwen3_fp32"));
+  EXPECT_EQ(qwen3.head_dim, 128);
+  EXPECT_EQ(qwen3.rope.theta, 10000.0);
+  // Qwen2: with use_sliding_window and no max_window_layers, layers from 28 on slide (none of the tiny model's).
+  const auto qwen2 = ModelConfig::load(edited_model("hf_qwen2", [](json& j) {
+    j.erase("max_window_layers");
+    j.erase("sliding_window");
+    j["use_sliding_window"] = true;
+    j["num_hidden_layers"] = 30;
+  }, "qwen2_fp32"));
+  for (size_t i = 0; i < qwen2.blocks.size(); ++i) EXPECT_EQ(qwen2.blocks[i].sliding_window, i >= 28 ? 4096 : 0) << i;
+}
+
 TEST(Config, EosFromGenerationConfigAsIntOrList) {
   const auto c = ModelConfig::load(edited_model("eos_list", [](json& j) { j["eos_token_id"] = json::array({2, 5}); }));
   EXPECT_FALSE(c.eos_token_ids.empty());  // generation_config.json, when present, decides

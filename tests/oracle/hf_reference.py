@@ -68,13 +68,17 @@ class Config:
         self.intermediate_size = int(cfg["intermediate_size"])
         self.num_layers = int(cfg["num_hidden_layers"])
         self.num_heads = int(cfg["num_attention_heads"])
-        self.num_kv_heads = int(cfg.get("num_key_value_heads") or self.num_heads)
+        mt = self.model_type
+        # Absent keys take the defaults of each HF config class (LlamaConfig, MistralConfig, Qwen2Config,
+        # Qwen3Config); a null num_key_value_heads / head_dim means "derive it".
+        kv_default = {"llama": None, "mistral": 8, "qwen2": 32, "qwen3": 32}[mt]
+        self.num_kv_heads = int(cfg.get("num_key_value_heads", kv_default) or self.num_heads)
         if self.num_heads % self.num_kv_heads:
             raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
-        # LlamaConfig/Qwen3Config/MistralConfig: head_dim if given (not null) else hidden_size // heads.
-        self.head_dim = int(cfg.get("head_dim") or self.hidden_size // self.num_heads)
-        self.rms_norm_eps = float(cfg.get("rms_norm_eps", 1e-6 if self.model_type.startswith("qwen") else 1e-5))
-        self.rope_theta = float(cfg.get("rope_theta", 1e6 if self.model_type.startswith("qwen") else 1e4))
+        # head_dim if given (not null) else hidden_size // heads; Qwen3Config's default is 128.
+        self.head_dim = int(cfg.get("head_dim", 128 if mt == "qwen3" else None) or self.hidden_size // self.num_heads)
+        self.rms_norm_eps = float(cfg.get("rms_norm_eps", 1e-6))  # every one of the four classes
+        self.rope_theta = float(cfg.get("rope_theta", 1e4))       # likewise
         self.rope_scaling = cfg.get("rope_scaling")
         self.partial_rotary_factor = float(cfg.get("partial_rotary_factor", 1.0))
         if self.partial_rotary_factor != 1.0:
@@ -83,7 +87,6 @@ class Config:
         self.hidden_act = cfg.get("hidden_act", "silu")
         if self.hidden_act not in ("silu", "swish"):
             raise NotImplementedError(f"hidden_act {self.hidden_act}")
-        mt = self.model_type
         # Which projections carry a bias (module definitions of each modeling file).
         attn_bias = bool(cfg.get("attention_bias", False))
         if mt == "llama":
