@@ -59,10 +59,10 @@ struct Totals {
   double tok_s() const { return decode_s > 0 ? static_cast<double>(tokens) / decode_s : 0; }
 };
 
-void add(Totals& t, const GenerationResult& r) {
+void add(Totals& t, const GenerationResult& r, const SpecStats* stats = nullptr) {
   t.tokens += static_cast<int64_t>(r.tokens.size());
   t.decode_s += r.decode_seconds;
-  t.stats.merge(r.stats);
+  if (stats != nullptr) t.stats.merge(*stats);
 }
 
 }  // namespace
@@ -130,9 +130,9 @@ int run_speculative(const BenchArgs& a) {
                                        : std::vector{SpecSampling::TargetOnly}) {
       Row row{name, !sampled ? "greedy" : scheme == SpecSampling::TargetOnly ? "target-only" : "draft-q", p, {}};
       for (size_t i = 0; i < prompts.size(); ++i) {
-        GenerationResult r = generate_speculative(*target, proposer, prompts[i], {p, scheme, a.sampling}, limits);
+        const SpeculativeResult r = generate_speculative(*target, proposer, prompts[i], {p, scheme, a.sampling}, limits);
         row.t.identical = row.t.identical && r.tokens == plain_out[i];
-        add(row.t, r);
+        add(row.t, r, &r.stats);
       }
       rows.push_back(std::move(row));
     }

@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "drafter/eagle3_drafter.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
+#include "model/architecture.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -74,6 +76,14 @@ struct TensorBuilder {
 
 float init_scale(int64_t fan_in) { return 1.7f / std::sqrt(static_cast<float>(fan_in)); }
 
+// Every required weight of a model's tensor list, random: matrices uniform of scale 1.7 / sqrt(fan_in), norm vectors
+// ones. Writing from the list that the loader checks keeps the two from drifting apart.
+void add_required(TensorBuilder& b, const TensorList& list) {
+  for (const TensorSpec& t : list)
+    if (t.use == TensorUse::Required && t.kind == TensorKind::Weight)
+      b.add(t.name, t.shape, t.shape.size() == 1 ? 0.0f : init_scale(t.shape[1]));
+}
+
 }  // namespace
 
 int64_t ensure_synthetic_model(const std::string& dir, const SyntheticShape& s, DType dtype, uint64_t seed) {
@@ -87,25 +97,11 @@ int64_t ensure_synthetic_model(const std::string& dir, const SyntheticShape& s, 
   if (fs::exists(config_path) && fs::exists(weights_path) && read_json_file(config_path.string()) == config)
     return decode_bytes;
   fs::create_directories(dir);
-  TensorBuilder b{dtype, seed * 0x9E3779B97F4A7C15ull + 1, {}, {}};
-  b.storage.reserve(static_cast<size_t>(s.layers * 11 + 3));  // tensors point into storage: no reallocation
-  b.add("model.embed_tokens.weight", {s.vocab, H}, 1.0f);
-  for (int64_t i = 0; i < s.layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    b.add(p + "input_layernorm.weight", {H}, 0);
-    b.add(p + "self_attn.q_proj.weight", {q, H}, init_scale(H));
-    b.add(p + "self_attn.k_proj.weight", {kv, H}, init_scale(H));
-    b.add(p + "self_attn.v_proj.weight", {kv, H}, init_scale(H));
-    b.add(p + "self_attn.o_proj.weight", {H, q}, init_scale(q));
-    b.add(p + "post_attention_layernorm.weight", {H}, 0);
-    b.add(p + "mlp.gate_proj.weight", {I, H}, init_scale(H));
-    b.add(p + "mlp.up_proj.weight", {I, H}, init_scale(H));
-    b.add(p + "mlp.down_proj.weight", {H, I}, init_scale(I));
-  }
-  b.add("model.norm.weight", {H}, 0);
-  if (!s.tied) b.add("lm_head.weight", {s.vocab, H}, init_scale(H));
-  write_safetensors(weights_path.string(), b.tensors);
   std::ofstream(config_path) << config.dump(2) << "\n";
+  const ModelConfig c = ModelConfig::load(dir);
+  TensorBuilder b{dtype, seed * 0x9E3779B97F4A7C15ull + 1, {}, {}};
+  add_required(b, architecture_for(c.model_type, c.file).tensors(c));
+  write_safetensors(weights_path.string(), b.tensors);
   return decode_bytes;
 }
 
@@ -223,20 +219,10 @@ int64_t ensure_synthetic_drafter(const std::string& dir, const SyntheticShape& t
     return step_bytes;
   if (draft_vocab <= 0 || draft_vocab > t.vocab) fail("synthetic drafter: draft vocab must be in [1, target vocab]");
   fs::create_directories(dir);
+  std::ofstream(config_path) << config.dump(2) << "\n";
+  const DrafterConfig c = DrafterConfig::load(dir);
   TensorBuilder b{dtype, seed * 0x9E3779B97F4A7C15ull + 7, {}, {}};
-  b.storage.reserve(16);
-  b.add("fc.weight", {H, 3 * H}, init_scale(3 * H));
-  b.add("midlayer.input_layernorm.weight", {H}, 0);
-  b.add("midlayer.hidden_norm.weight", {H}, 0);
-  b.add("midlayer.self_attn.q_proj.weight", {q, 2 * H}, init_scale(2 * H));
-  b.add("midlayer.self_attn.k_proj.weight", {kv, 2 * H}, init_scale(2 * H));
-  b.add("midlayer.self_attn.v_proj.weight", {kv, 2 * H}, init_scale(2 * H));
-  b.add("midlayer.self_attn.o_proj.weight", {H, q}, init_scale(q));
-  b.add("midlayer.post_attention_layernorm.weight", {H}, 0);
-  b.add("midlayer.mlp.gate_proj.weight", {I, H}, init_scale(H));
-  b.add("midlayer.mlp.up_proj.weight", {I, H}, init_scale(H));
-  b.add("midlayer.mlp.down_proj.weight", {H, I}, init_scale(I));
-  b.add("norm.weight", {H}, 0);
+  add_required(b, eagle3_tensors(c, "midlayer.", 3, t.vocab));
   b.add("lm_head.weight", {draft_vocab, H}, init_scale(H));
   // The draft vocabulary: every (vocab / draft_vocab)-th target id, as offsets.
   std::vector<int64_t> d2t(static_cast<size_t>(draft_vocab));
@@ -249,7 +235,6 @@ int64_t ensure_synthetic_drafter(const std::string& dir, const SyntheticShape& t
   b.tensors.push_back({"d2t", DType::I64, {draft_vocab}, d2t.data()});
   b.tensors.push_back({"t2d", DType::BOOL, {t.vocab}, t2d.data()});
   write_safetensors(weights_path.string(), b.tensors);
-  std::ofstream(config_path) << config.dump(2) << "\n";
   return step_bytes;
 }
 

@@ -73,11 +73,12 @@ int run_generate(const GenerateArgs& a) {
                    s.log_line().c_str(), static_cast<long long>(s.verifies));
     }
   };
-  const GenerationResult r =
-      speculative ? generate_speculative(*model, *proposer, prompt,
-                                         {a.spec.draft_params(), a.spec.sampling_scheme(), a.sampling}, limits, stream,
-                                         observe)
-                  : generate_plain(*model, prompt, a.sampling, limits, stream);
+  SpeculativeResult r;
+  if (speculative)
+    r = generate_speculative(*model, *proposer, prompt, {a.spec.draft_params(), a.spec.sampling_scheme(), a.sampling},
+                             limits, stream, observe);
+  else
+    static_cast<GenerationResult&>(r) = generate_plain(*model, prompt, a.sampling, limits, stream);
   std::cout << detok.flush() << std::flush;
   const double n_out = static_cast<double>(r.tokens.size());
   std::fprintf(stderr, "\n\nprompt: %zu tokens in %.3f s (%.2f tok/s)\n", prompt.size(), r.prefill_seconds,

@@ -9,7 +9,6 @@
 
 #include "model/transformer.h"
 #include "sample/sampler.h"
-#include "speculative/stats.h"
 
 namespace eaglet {
 
@@ -24,7 +23,6 @@ struct GenerationResult {
   std::vector<int32_t> tokens;
   double prefill_seconds = 0, decode_seconds = 0;
   int decode_forwards = 0;  // target forwards after the prefill
-  SpecStats stats;          // speculative runs only
 };
 
 using TokenSink = std::function<bool(int32_t)>;  // return false to stop

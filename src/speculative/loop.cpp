@@ -4,10 +4,10 @@
 
 namespace eaglet {
 
-GenerationResult generate_speculative(Transformer& target, Proposer& proposer, std::span<const int32_t> prompt,
-                                      SpecConfig config, const GenerationLimits& limits, const TokenSink& sink,
-                                      const VerifyObserver& observe) {
-  GenerationResult r;
+SpeculativeResult generate_speculative(Transformer& target, Proposer& proposer, std::span<const int32_t> prompt,
+                                       SpecConfig config, const GenerationLimits& limits, const TokenSink& sink,
+                                       const VerifyObserver& observe) {
+  SpeculativeResult r;
   config.context = generation_context(prompt, limits);
   config.prefill_batch = limits.prefill_batch;
   SpeculativeDecoder decoder(target, proposer, config);

@@ -12,8 +12,12 @@ namespace eaglet {
 // Called after each verify (for periodic logs).
 using VerifyObserver = std::function<void(const SpecStats&)>;
 
-GenerationResult generate_speculative(Transformer& target, Proposer& proposer, std::span<const int32_t> prompt,
-                                      SpecConfig config, const GenerationLimits& limits, const TokenSink& sink = {},
-                                      const VerifyObserver& observe = {});
+struct SpeculativeResult : GenerationResult {
+  SpecStats stats;
+};
+
+SpeculativeResult generate_speculative(Transformer& target, Proposer& proposer, std::span<const int32_t> prompt,
+                                       SpecConfig config, const GenerationLimits& limits, const TokenSink& sink = {},
+                                       const VerifyObserver& observe = {});
 
 }  // namespace eaglet

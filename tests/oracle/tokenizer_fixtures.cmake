@@ -1,5 +1,5 @@
 # Fixture: transformers.js encodes/decodes tests/oracle/tokenizer_texts.json with each test tokenizer and writes
-# ${EAGLET_FIXTURES}/tokenizer_oracle.json, which tests/io/tokenizer_test.cpp compares eaglet against.
+# ${EAGLET_FIXTURES}/tokenizer_oracle.json, which tests/tokenizer/tokenizer_test.cpp compares eaglet against.
 # Fails (never skips) when the npm packages are missing; the script then says to run scripts/deps.sh.
 if(NOT DEFINED EAGLET_ORACLE_DIR)
   set(EAGLET_ORACLE_DIR ${CMAKE_CURRENT_LIST_DIR})
