@@ -65,14 +65,7 @@ const ConfigKeys& eagle3_layer_keys() {
 }
 
 void read_eagle3_layer(DrafterConfig& c, const ConfigReader& r) {
-  const LayerShape l = LayerShape::read(r);
-  c.hidden_size = l.hidden_size;
-  c.intermediate_size = l.intermediate_size;
-  c.num_heads = l.num_heads;
-  c.num_kv_heads = l.num_kv_heads;
-  c.head_dim = l.head_dim;
-  c.rms_norm_eps = l.rms_norm_eps;
-  c.rope = l.rope;
+  static_cast<LayerShape&>(c) = LayerShape::read(r);
   c.num_layers = r.size("num_hidden_layers");
   c.vocab_size = r.size("vocab_size");
 }
@@ -101,7 +94,7 @@ AuxConvention DrafterConfig::default_convention() const {
 }
 
 BlockSpec DrafterConfig::block(int64_t layer) const {
-  BlockSpec b = LayerShape{hidden_size, intermediate_size, num_heads, num_kv_heads, head_dim, rms_norm_eps, rope}.block();
+  BlockSpec b = base_block();
   b.input = layer == 0 ? BlockInput::Eagle3Fused : BlockInput::Residual;
   b.norm_before_residual = layer == 0 && norm_before_residual;
   return b;

@@ -26,15 +26,14 @@ const char* convention_name(AuxConvention c);
 // "input" / "output" (flag and config spelling); anything else is an Error naming `what`.
 AuxConvention parse_aux_convention(const std::string& text, const std::string& what);
 
-struct DrafterConfig {
+// The drafter's layer shape (a LlamaConfig: hidden_size, heads, head_dim, eps, rope, ...) and the EAGLE-3 fields.
+struct DrafterConfig : LayerShape {
   std::string dir, file, architecture;
   DrafterLayout layout = DrafterLayout::Eagle;
-  int64_t hidden_size = 0, intermediate_size = 0, num_layers = 1, num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int64_t num_layers = 1;
   int64_t vocab_size = 0;         // the target vocabulary the drafter was trained for
   int64_t draft_vocab_size = 0;   // rows of lm_head
   int64_t target_hidden_size = 0;
-  float rms_norm_eps = 1e-6f;
-  RopeConfig rope;
   std::vector<int> aux_layer_ids;  // as written in the config; empty: the default [2, L/2, L-3]
   bool norm_before_residual = false, norm_before_fc = false, fc_norm = false, norm_output = false;
   int64_t speculative_tokens = 0;  // speculators' proposal length, informational

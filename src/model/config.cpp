@@ -129,7 +129,7 @@ LayerShape LayerShape::read(const ConfigReader& r) {
   return l;
 }
 
-BlockSpec LayerShape::block() const {
+BlockSpec LayerShape::base_block() const {
   BlockSpec b;
   b.hidden = hidden_size;
   b.intermediate = intermediate_size;
@@ -154,14 +154,7 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   const ConfigReader r(j, c.file, arch.keys);
   c.vocab_size = r.size("vocab_size");
   c.num_layers = r.size("num_hidden_layers");
-  c.shape = LayerShape::read(r);
-  c.hidden_size = c.shape.hidden_size;
-  c.intermediate_size = c.shape.intermediate_size;
-  c.num_heads = c.shape.num_heads;
-  c.num_kv_heads = c.shape.num_kv_heads;
-  c.head_dim = c.shape.head_dim;
-  c.rms_norm_eps = c.shape.rms_norm_eps;
-  c.rope = c.shape.rope;
+  static_cast<LayerShape&>(c) = LayerShape::read(r);
   c.max_position_embeddings = r.integer("max_position_embeddings");
   c.tie_word_embeddings = r.flag("tie_word_embeddings");
   c.torch_dtype = r.is_set("torch_dtype") ? r.text("torch_dtype") : r.text("dtype");

@@ -37,16 +37,14 @@ struct LayerShape {
   RopeConfig rope;
 
   static LayerShape read(const ConfigReader& keys);
-  BlockSpec block() const;  // GQA + SwiGLU of these sizes: no bias, q/k norm or window
+  BlockSpec base_block() const;  // GQA + SwiGLU of these sizes: no bias, q/k norm or window
 };
 
-struct ModelConfig {
+// A target's config: the layer shape (hidden_size, heads, head_dim, eps, rope, ...) and the rest.
+struct ModelConfig : LayerShape {
   std::string dir, file;  // folder and config.json path, for messages
   std::string model_type;
-  int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_layers = 0;
-  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
-  float rms_norm_eps = 1e-6f;
-  RopeConfig rope;
+  int64_t vocab_size = 0, num_layers = 0;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   std::vector<BlockSpec> blocks;  // layer i's block, from the architecture file (model/<model_type>.cpp)
@@ -57,7 +55,6 @@ struct ModelConfig {
 
   // config.json (+ generation_config.json) of a Hugging Face folder, read through its architecture's declared keys.
   static ModelConfig load(const std::string& model_dir);
-  LayerShape shape;  // the fields above, as read; every layer's block starts from shape.block()
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
 };

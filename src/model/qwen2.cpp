@@ -33,7 +33,7 @@ const ConfigKeys kKeys = {
 };
 
 BlockSpec block(const ModelConfig& c, const ConfigReader& r, int64_t layer) {
-  BlockSpec b = c.shape.block();
+  BlockSpec b = c.base_block();
   b.qkv_bias = true;  // Qwen2Attention builds q/k/v with bias=True whatever attention_bias says
   b.sliding_window = qwen_layer_window(c, r, layer);
   return b;

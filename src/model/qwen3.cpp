@@ -37,7 +37,7 @@ const ConfigKeys kKeys = {
 
 BlockSpec block(const ModelConfig& c, const ConfigReader& r, int64_t layer) {
   if (r.flag("mlp_bias")) fail(r.where(), ": field 'mlp_bias' = true is not supported (MLP biases)");
-  BlockSpec b = c.shape.block();
+  BlockSpec b = c.base_block();
   b.qkv_bias = b.o_bias = r.flag("attention_bias");
   b.qk_norm = true;
   b.sliding_window = qwen_layer_window(c, r, layer);

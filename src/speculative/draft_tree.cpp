@@ -151,7 +151,6 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
   } else {
     // Sampled tree: k children drawn without replacement under the root, then under the best node of each depth.
     if (sampler == nullptr) fail("draft_tree: a sampled tree needs a sampler");
-    const int64_t V = target_vocab;
     std::vector<float> q;
     int expand = 0, depth = 1;
     while (true) {
@@ -160,7 +159,7 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
       if (expand != 0) feed({expand});
       sampling_distribution({proposer.logits(expand), static_cast<size_t>(Vd)}, *sampling, q);
       tree.child_q.resize(tree.nodes.size());
-      tree.child_q[static_cast<size_t>(expand)] = to_target_vocab(q, proposer, V);
+      tree.child_q[static_cast<size_t>(expand)] = to_target_vocab(q, proposer, target_vocab);
       int best = -1;
       for (int32_t id : draw_without_replacement(q, k, *sampler)) {
         const int child = add_child(expand, id, std::log(static_cast<double>(q[static_cast<size_t>(id)])));
