@@ -7,16 +7,16 @@
 #include <random>
 
 #include "bench/bench.h"
-#include "util/timer.h"
-#include "tokenizer/tokenizer.h"
-#include "kernels/bandwidth.h"
-#include "kernels/cpu_features.h"
 #include "bench/synthetic.h"
-#include "model/transformer.h"
 #include "drafter/eagle3_drafter.h"
 #include "generate/generation.h"
+#include "kernels/bandwidth.h"
+#include "kernels/cpu_features.h"
+#include "model/transformer.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
+#include "util/timer.h"
 
 namespace eaglet::bench {
 

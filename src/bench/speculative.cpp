@@ -6,19 +6,19 @@
 #include <random>
 
 #include "bench/bench.h"
-#include "util/int_list.h"
-#include "util/timer.h"
-#include "tokenizer/tokenizer.h"
-#include "kernels/bandwidth.h"
-#include "kernels/cpu_features.h"
 #include "bench/synthetic.h"
-#include "model/transformer.h"
 #include "drafter/eagle3_drafter.h"
 #include "drafter/eagle3_proposer.h"
-#include "speculative/loop.h"
 #include "generate/generation.h"
+#include "kernels/bandwidth.h"
+#include "kernels/cpu_features.h"
+#include "model/transformer.h"
+#include "speculative/loop.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/int_list.h"
 #include "util/thread_pool.h"
+#include "util/timer.h"
 
 namespace eaglet::bench {
 

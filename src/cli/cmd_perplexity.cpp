@@ -5,8 +5,8 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "io/json_util.h"
-#include "tokenizer/tokenizer.h"
 #include "model/transformer.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 

@@ -13,5 +13,6 @@ Command add_tokenize(CLI::App& app);
 Command add_detokenize(CLI::App& app);
 Command add_hidden(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_extract(CLI::App& app);
 
 }  // namespace eaglet::cli

@@ -11,9 +11,9 @@
 
 #include "io/safetensors.h"
 #include "kernels/matmul.h"
+#include "model/block.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
-#include "model/block.h"
 #include "model/tensor_list.h"
 
 namespace eaglet {

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/json_util.h"
 #include "tokenizer/tokenizer_json.h"
 #include "tokenizer/unicode_utf8.h"
-#include "io/json_util.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -61,28 +61,33 @@ std::string strip(const std::string& text) {
   return begin < end ? valid.substr(begin, end - begin) : std::string();
 }
 
-std::string render_llama3(const std::vector<ChatMessage>& messages) {
-  std::string out = "<|begin_of_text|>";
+std::vector<ChatPiece> pieces_llama3(const std::vector<ChatMessage>& messages) {
+  std::vector<ChatPiece> out = {{"<|begin_of_text|>"}};
   for (const ChatMessage& m : messages) {
-    out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + strip(m.content) + "<|eot_id|>";
+    out.push_back({"<|start_header_id|>" + m.role + "<|end_header_id|>\n\n"});
+    out.push_back({strip(m.content) + "<|eot_id|>", m.role == "assistant"});
   }
-  return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
 }
 
-std::string render_chatml(const std::vector<ChatMessage>& messages) {
-  std::string out;
-  for (const ChatMessage& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-  return out + "<|im_start|>assistant\n";
+std::vector<ChatPiece> pieces_chatml(const std::vector<ChatMessage>& messages) {
+  std::vector<ChatPiece> out;
+  for (const ChatMessage& m : messages) {
+    out.push_back({"<|im_start|>" + m.role + "\n"});
+    out.push_back({m.content + "<|im_end|>", m.role == "assistant"});
+    out.push_back({"\n"});
+  }
+  return out;
 }
 
-std::string render_llama2(const std::vector<ChatMessage>& messages) {
+std::vector<ChatPiece> pieces_llama2(const std::vector<ChatMessage>& messages) {
   size_t first = 0;
   std::string system;
   if (!messages.empty() && messages[0].role == "system") {
     system = messages[0].content;
     first = 1;
   }
-  std::string out;
+  std::vector<ChatPiece> out;
   for (size_t i = first; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     const bool expect_user = (i - first) % 2 == 0;
@@ -94,9 +99,11 @@ std::string render_llama2(const std::vector<ChatMessage>& messages) {
     if (expect_user) {
       const std::string content =
           i == first && first == 1 ? "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + m.content : m.content;
-      out.append("<s>[INST] ").append(strip(content)).append(" [/INST]");
+      out.push_back({"<s>[INST] " + strip(content) + " [/INST]"});
     } else {
-      out.append(" ").append(strip(m.content)).append(" </s>");
+      std::string text = " ";  // built by appends: GCC 12 warns (-Wrestrict) on " " + std::string
+      text.append(strip(m.content)).append(" </s>");
+      out.push_back({text, true});
     }
   }
   return out;
@@ -113,14 +120,28 @@ ChatFormat detect_chat_format(const std::string& model_dir) {
        "Llama-2 chat formats (no Jinja engine yet)");
 }
 
-std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages) {
+std::vector<ChatPiece> chat_pieces(ChatFormat format, const std::vector<ChatMessage>& messages) {
   switch (format) {
     case ChatFormat::Llama3:
-      return render_llama3(messages);
+      return pieces_llama3(messages);
     case ChatFormat::ChatML:
-      return render_chatml(messages);
+      return pieces_chatml(messages);
     case ChatFormat::Llama2:
-      return render_llama2(messages);
+      return pieces_llama2(messages);
+  }
+  fail("chat: unknown chat format");
+}
+
+std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages) {
+  std::string out;
+  for (const ChatPiece& p : chat_pieces(format, messages)) out += p.text;
+  switch (format) {  // the generation prompt
+    case ChatFormat::Llama3:
+      return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    case ChatFormat::ChatML:
+      return out + "<|im_start|>assistant\n";
+    case ChatFormat::Llama2:
+      return out;  // the template has none: the text ends at [/INST]
   }
   fail("chat: unknown chat format");
 }

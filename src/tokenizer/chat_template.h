@@ -30,6 +30,14 @@ ChatFormat detect_chat_format(const std::string& model_dir);
 //           assistant messages (Error otherwise). The template has no generation prompt: the text ends at [/INST].
 std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages);
 
+// The same conversation without the generation prompt, in pieces whose concatenation is the text: each assistant
+// turn's content with its end-of-turn marker is one piece marked `trained` (what a drafter is trained to predict).
+struct ChatPiece {
+  std::string text;
+  bool trained = false;
+};
+std::vector<ChatPiece> chat_pieces(ChatFormat format, const std::vector<ChatMessage>& messages);
+
 const char* chat_format_name(ChatFormat format);
 
 }  // namespace eaglet

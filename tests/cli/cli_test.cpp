@@ -235,3 +235,30 @@ TEST(BadInputCli, DrafterProblemsAreNamed) {
 
 }  // namespace
 }  // namespace eaglet
+
+namespace eaglet {
+namespace {
+
+// eaglet extract: shards, manifest and draft vocabulary, the summary on stderr, stdout empty; a rerun resumes.
+TEST(CliExtract, WritesShardsAndResumes) {
+  const std::string dir = test::temp_dir("cli_extract");
+  test::write_file(dir + "/rows.jsonl", "{\"text\": \"def f(x):\\n    return x\\n\"}\n{\"text\": \"import os\\n\"}\n");
+  const std::string cmd = eaglet("extract -q -m " + pycode() + " --data " + dir + "/rows.jsonl --out " + dir +
+                                 "/out --rows-per-shard 1 --draft-vocab 256");
+  const auto r = run_command(cmd);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, AllOf(HasSubstr("2 rows"), HasSubstr("2 shards (0 already there)"), HasSubstr("256 ids covering")));
+  for (const char* f : {"manifest.json", "shard-00000.safetensors", "shard-00001.safetensors", "draft_vocab.safetensors"})
+    EXPECT_TRUE(fs::exists(dir + "/out/" + f)) << f;
+  const auto again = run_command(cmd);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.err, HasSubstr("2 shards (2 already there)"));
+  test::write_file(dir + "/bad.jsonl", "{\"prompt\": \"x\"}\n");
+  expect_clean_failure(run_command(eaglet("extract -q -m " + pycode() + " --data " + dir + "/bad.jsonl --out " + dir +
+                                          "/out2")),
+                       1, "bad.jsonl:1");
+}
+
+}  // namespace
+}  // namespace eaglet

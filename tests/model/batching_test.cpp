@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "kernels/cpu_features.h"
 #include "isa_test.h"
+#include "kernels/cpu_features.h"
 #include "model/model_fixtures.h"
 #include "model/transformer.h"
 #include "test_env.h"

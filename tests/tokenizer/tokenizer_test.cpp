@@ -10,9 +10,9 @@
 #include <map>
 #include <thread>
 
+#include "test_env.h"
 #include "tokenizer/unicode_nfc.h"
 #include "tokenizer/unicode_utf8.h"
-#include "test_env.h"
 #include "util/error.h"
 
 namespace eaglet {

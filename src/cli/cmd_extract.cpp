@@ -1,0 +1,58 @@
+// eaglet extract: a drafter's training features from the target's own forward (see train/extract.h).
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "train/extract.h"
+#include "util/thread_pool.h"
+
+namespace eaglet::cli {
+
+namespace {
+
+struct ExtractArgs {
+  ExtractOptions options;
+  std::string layers;
+  int threads = 0;
+  bool quiet = false;
+};
+
+int run_extract_command(ExtractArgs& a) {
+  set_num_threads(a.threads);
+  if (!a.layers.empty()) a.options.aux_layers = parse_int_list(a.layers, "--layers");
+  a.options.progress = !a.quiet;
+  const ExtractSummary s = run_extract(a.options);
+  std::fprintf(stderr,
+               "extract: %lld rows, %lld tokens (%lld trained), %lld shards (%lld already there) in %s, %.1f s\n"
+               "draft vocabulary: %lld ids covering %.2f%% of the trained tokens (%lld distinct ids trained on), "
+               "in %s/draft_vocab.safetensors\n",
+               static_cast<long long>(s.rows), static_cast<long long>(s.tokens),
+               static_cast<long long>(s.trained_tokens), static_cast<long long>(s.shards),
+               static_cast<long long>(s.shards_skipped), a.options.out_dir.c_str(), s.seconds,
+               static_cast<long long>(s.draft_vocab), 100.0 * s.draft_vocab_coverage,
+               static_cast<long long>(s.distinct_trained_ids), a.options.out_dir.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_extract(CLI::App& app) {
+  auto* cmd = app.add_subcommand("extract", "Write a drafter's training features (aux and final hidden states) in shards");
+  auto a = std::make_shared<ExtractArgs>();
+  ExtractOptions& o = a->options;
+  cmd->add_option("-m,--model", o.model_dir, "Target model folder")->required();
+  cmd->add_option("--data", o.data_file, "JSONL rows: {\"text\": ...} or {\"messages\": [...]}")->required();
+  cmd->add_option("--out", o.out_dir, "Output folder (a rerun resumes: finished shards are kept)")->required();
+  cmd->add_option("--layers", a->layers, "Aux layers, HF hidden_states ids (default 2,L/2,L-3)");
+  cmd->add_option("--max-tokens", o.max_tokens, "Stop after this many tokens (0: the whole file)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-length", o.max_length, "Cut rows to this many tokens")->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--rows-per-shard", o.rows_per_shard, "Rows per shard file")->check(CLI::PositiveNumber);
+  cmd->add_option("--draft-vocab", o.draft_vocab, "Draft vocabulary size (default min(32000, target vocab))")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
+  cmd->add_flag("-q,--quiet", a->quiet, "No progress line");
+  return [a] { return run_extract_command(*a); };
+}
+
+}  // namespace eaglet::cli

@@ -1,0 +1,97 @@
+#include "train/dataset.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "tokenizer/chat_template.h"
+#include "util/error.h"
+
+namespace eaglet {
+
+namespace {
+
+// The conversation tokenized whole (as serving tokenizes it), and each trained piece's tokens found by encoding the
+// text before and after it: a boundary is the length of the prefix's tokens shared with the whole.
+TrainingRow tokenize_chat(const std::vector<ChatPiece>& pieces, const Tokenizer& tokenizer) {
+  std::string text;
+  for (const ChatPiece& p : pieces) text += p.text;
+  TrainingRow row;
+  row.ids = tokenizer.encode(text, /*add_bos=*/false);
+  row.loss_mask.assign(row.ids.size(), 0);
+  auto boundary = [&](size_t chars) {
+    const std::vector<int32_t> prefix = tokenizer.encode(std::string_view(text).substr(0, chars), false);
+    size_t n = 0;
+    while (n < prefix.size() && n < row.ids.size() && prefix[n] == row.ids[n]) ++n;
+    return n;
+  };
+  size_t chars = 0;
+  for (const ChatPiece& p : pieces) {
+    if (p.trained) {
+      const size_t begin = boundary(chars), end = boundary(chars + p.text.size());
+      std::fill(row.loss_mask.begin() + static_cast<std::ptrdiff_t>(begin),
+                row.loss_mask.begin() + static_cast<std::ptrdiff_t>(std::max(begin, end)), 1);
+    }
+    chars += p.text.size();
+  }
+  return row;
+}
+
+std::vector<ChatMessage> parse_messages(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array() || j.empty()) fail(where, ": 'messages' must be a non-empty list of {role, content}");
+  std::vector<ChatMessage> out;
+  for (const auto& m : j) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+        !m["content"].is_string())
+      fail(where, ": every message needs string fields 'role' and 'content', found ", m.dump().substr(0, 200));
+    out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<TrainingRow> read_training_rows(const std::string& path, const Tokenizer& tokenizer,
+                                            const std::string& model_dir, const DatasetOptions& options,
+                                            int64_t* empty_rows) {
+  std::ifstream in(path);
+  if (!in) fail(path, ": cannot open");
+  std::vector<TrainingRow> rows;
+  std::optional<ChatFormat> format;
+  std::string line;
+  int64_t line_no = 0, empty = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(line_no);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      fail(where, ": not valid JSON (", e.what(), ")");
+    }
+    TrainingRow row;
+    if (j.is_object() && j.contains("text") && j["text"].is_string()) {
+      row.ids = tokenizer.encode(j["text"].get<std::string>(), tokenizer.adds_bos());
+      row.loss_mask.assign(row.ids.size(), 1);
+    } else if (j.is_object() && j.contains("messages")) {
+      if (!format) format = detect_chat_format(model_dir);
+      row = tokenize_chat(chat_pieces(*format, parse_messages(j["messages"], where)), tokenizer);
+    } else {
+      fail(where, ": expected {\"text\": \"...\"} or {\"messages\": [...]}");
+    }
+    if (static_cast<int64_t>(row.ids.size()) > options.max_length) {
+      row.ids.resize(static_cast<size_t>(options.max_length));
+      row.loss_mask.resize(static_cast<size_t>(options.max_length));
+    }
+    if (row.ids.size() < 2) fail(where, ": the row has ", row.ids.size(), " token(s); a training row needs 2 or more");
+    if (std::find(row.loss_mask.begin(), row.loss_mask.end(), 1) == row.loss_mask.end()) ++empty;
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) fail(path, ": no rows");
+  if (empty_rows != nullptr) *empty_rows = empty;
+  return rows;
+}
+
+}  // namespace eaglet

@@ -1,0 +1,29 @@
+#pragma once
+// Training rows from a JSONL file, tokenized as the target will see them, with the loss mask a drafter trains on:
+//   {"text": "..."}                 plain text (BOS as the tokenizer adds it): every token is trained
+//   {"messages": [{"role", "content"}, ...]}  a conversation in the target's chat format (no generation prompt):
+//                                   only assistant turns (content and end-of-turn marker) are trained
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace eaglet {
+
+struct TrainingRow {
+  std::vector<int32_t> ids;
+  std::vector<uint8_t> loss_mask;  // 1: the drafter is trained to predict this token
+};
+
+struct DatasetOptions {
+  int64_t max_length = 2048;  // rows are cut to this many tokens
+};
+
+// Every row of `path`, in order. A malformed line is an Error naming file:line; a row whose mask is all zero is kept
+// (it still gives the drafter context) but counted in `empty_rows` when given.
+std::vector<TrainingRow> read_training_rows(const std::string& path, const Tokenizer& tokenizer,
+                                            const std::string& model_dir, const DatasetOptions& options,
+                                            int64_t* empty_rows = nullptr);
+
+}  // namespace eaglet

@@ -1,0 +1,199 @@
+#include "train/extract.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "io/json_util.h"
+#include "io/safetensors.h"
+#include "kernels/dtype.h"
+#include "model/transformer.h"
+#include "tokenizer/tokenizer.h"
+#include "train/dataset.h"
+#include "train/draft_vocab.h"
+#include "util/error.h"
+#include "util/timer.h"
+
+namespace eaglet {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t fnv1a(const std::string& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string shard_name(int64_t k) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "shard-%05lld.safetensors", static_cast<long long>(k));
+  return buf;
+}
+
+// Rows in order until the token budget is spent; the last one cut to fit (if 2 or more tokens remain).
+void apply_budget(std::vector<TrainingRow>& rows, int64_t max_tokens) {
+  if (max_tokens <= 0) return;
+  int64_t left = max_tokens;
+  size_t kept = 0;
+  for (; kept < rows.size() && left >= 2; ++kept) {
+    TrainingRow& r = rows[kept];
+    if (static_cast<int64_t>(r.ids.size()) > left) {
+      r.ids.resize(static_cast<size_t>(left));
+      r.loss_mask.resize(static_cast<size_t>(left));
+    }
+    left -= static_cast<int64_t>(r.ids.size());
+  }
+  rows.resize(kept);
+}
+
+class Progress {
+ public:
+  Progress(bool on, int64_t total) : on_(on), total_(total) {}
+  void update(int64_t done, int64_t computed, int64_t shard, int64_t shards) {
+    if (!on_) return;
+    const double s = timer_.seconds(), rate = s > 0 ? static_cast<double>(computed) / s : 0.0;
+    const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
+    std::fprintf(stderr, "\rextract: %lld / %lld tokens (%.1f%%), %.0f tok/s, ETA %d:%02d, shard %lld / %lld   ",
+                 static_cast<long long>(done), static_cast<long long>(total_),
+                 total_ > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0, rate,
+                 static_cast<int>(eta) / 60, static_cast<int>(eta) % 60, static_cast<long long>(shard),
+                 static_cast<long long>(shards));
+  }
+  void finish() {
+    if (on_) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  bool on_;
+  int64_t total_;
+  Timer timer_;
+};
+
+// One shard: every row through the target, its aux and final states kept in bf16.
+void write_shard(Transformer& target, const std::vector<TrainingRow>& rows, size_t begin, size_t end, int64_t n_aux,
+                 int prefill_batch, const std::string& path, const nlohmann::json& settings) {
+  const int64_t H = target.config().hidden_size, W = target.aux_width();
+  std::vector<int64_t> ids, mask, offsets = {0};
+  std::vector<uint16_t> aux, final_hidden;
+  for (size_t r = begin; r < end; ++r) {
+    const TrainingRow& row = rows[r];
+    const int64_t n = static_cast<int64_t>(row.ids.size());
+    KVCache cache = target.make_cache(n);
+    for (int64_t start = 0; start < n; start += prefill_batch) {
+      const int64_t m = std::min<int64_t>(prefill_batch, n - start);
+      target.forward(cache, {.tokens = {row.ids.data() + start, static_cast<size_t>(m)}});
+      cache.commit_all();
+      const float* states = target.aux_hidden().data();
+      for (int64_t t = 0; t < m; ++t) {
+        for (int64_t i = 0; i < n_aux * H; ++i) aux.push_back(f32_to_bf16(states[t * W + i]));
+        for (int64_t i = 0; i < H; ++i) final_hidden.push_back(f32_to_bf16(states[t * W + n_aux * H + i]));
+      }
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      ids.push_back(row.ids[static_cast<size_t>(t)]);
+      mask.push_back(row.loss_mask[static_cast<size_t>(t)]);
+    }
+    offsets.push_back(static_cast<int64_t>(ids.size()));
+  }
+  const int64_t T = static_cast<int64_t>(ids.size());
+  const std::string tmp = path + ".tmp";
+  write_safetensors(tmp,
+                    {{"input_ids", DType::I64, {T}, ids.data()},
+                     {"loss_mask", DType::I64, {T}, mask.data()},
+                     {"row_offsets", DType::I64, {static_cast<int64_t>(offsets.size())}, offsets.data()},
+                     {"aux_hidden_states", DType::BF16, {T, n_aux * H}, aux.data()},
+                     {"final_hidden_states", DType::BF16, {T, H}, final_hidden.data()}},
+                    {{"format", "eaglet-extract/1"}, {"settings", settings.dump()}});
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+ExtractSummary run_extract(const ExtractOptions& o) {
+  Timer timer;
+  ExtractSummary sum;
+  if (o.rows_per_shard < 1) fail("extract: --rows-per-shard must be positive");
+  const Tokenizer tokenizer = Tokenizer::load(o.model_dir);
+  auto target = Transformer::load(o.model_dir);
+  const ModelConfig& c = target->config();
+  const std::vector<int> aux = o.aux_layers.empty() ? target->default_aux_layers() : o.aux_layers;
+  std::vector<int> capture = aux;
+  capture.push_back(static_cast<int>(c.num_layers));
+  if (std::find(aux.begin(), aux.end(), static_cast<int>(c.num_layers)) != aux.end())
+    fail("extract: --layers must not include ", c.num_layers, " (the final state is always written separately)");
+  target->set_aux_layers(capture);  // validates the ids; sorted, so the final state comes last
+  const int64_t n_aux = static_cast<int64_t>(aux.size());
+
+  std::vector<TrainingRow> rows = read_training_rows(o.data_file, tokenizer, o.model_dir, {o.max_length});
+  apply_budget(rows, o.max_tokens);
+  for (const TrainingRow& r : rows) {
+    sum.tokens += static_cast<int64_t>(r.ids.size());
+    sum.trained_tokens += std::count(r.loss_mask.begin(), r.loss_mask.end(), 1);
+  }
+  sum.rows = static_cast<int64_t>(rows.size());
+  sum.shards = (sum.rows + o.rows_per_shard - 1) / o.rows_per_shard;
+
+  std::vector<int> sorted_aux = aux;
+  std::sort(sorted_aux.begin(), sorted_aux.end());
+  const nlohmann::json settings = {
+      {"target", fs::absolute(o.model_dir).lexically_normal().string()},
+      {"target_model_type", c.model_type}, {"target_hidden_size", c.hidden_size}, {"target_vocab_size", c.vocab_size},
+      {"target_num_layers", c.num_layers}, {"data", fs::absolute(o.data_file).lexically_normal().string()},
+      {"data_fnv1a64", std::to_string(fnv1a(read_file(o.data_file)))}, {"aux_layers", sorted_aux},
+      {"aux_layer_convention", "input (HF hidden_states[i], the residual stream entering layer i)"},
+      {"final_hidden", "pre-norm (hidden_states[num_layers])"}, {"max_tokens", o.max_tokens},
+      {"max_length", o.max_length}, {"rows_per_shard", o.rows_per_shard}};
+  fs::create_directories(o.out_dir);
+  const fs::path manifest_path = fs::path(o.out_dir) / "manifest.json";
+  if (fs::exists(manifest_path)) {
+    const nlohmann::json old = read_json_file(manifest_path.string());
+    for (const auto& [key, value] : settings.items())
+      if (!old.contains("settings") || old["settings"].value(key, nlohmann::json()) != value)
+        fail(manifest_path.string(), ": this folder holds an extraction with other settings (", key, ": ",
+             old.contains("settings") ? old["settings"].value(key, nlohmann::json()).dump() : "none", " here, ",
+             value.dump(), " now); use another --out or remove it");
+  }
+  nlohmann::json manifest = {{"format", "eaglet-extract/1"}, {"settings", settings}, {"rows", sum.rows},
+                             {"tokens", sum.tokens}, {"trained_tokens", sum.trained_tokens}, {"shards", sum.shards}};
+  std::ofstream(manifest_path) << manifest.dump(2) << "\n";
+
+  Progress progress(o.progress, sum.tokens);
+  int64_t done = 0, computed = 0;
+  for (int64_t k = 0; k < sum.shards; ++k) {
+    const size_t begin = static_cast<size_t>(k * o.rows_per_shard);
+    const size_t end = std::min(rows.size(), begin + static_cast<size_t>(o.rows_per_shard));
+    int64_t tokens = 0;
+    for (size_t r = begin; r < end; ++r) tokens += static_cast<int64_t>(rows[r].ids.size());
+    const std::string path = (fs::path(o.out_dir) / shard_name(k)).string();
+    if (fs::exists(path)) {
+      ++sum.shards_skipped;
+    } else {
+      write_shard(*target, rows, begin, end, n_aux, o.prefill_batch, path, settings);
+      computed += tokens;
+    }
+    done += tokens;
+    progress.update(done, computed, k + 1, sum.shards);
+  }
+  progress.finish();
+
+  // The draft vocabulary from the loss-masked tokens of the whole extraction.
+  std::vector<int64_t> counts(static_cast<size_t>(c.vocab_size), 0);
+  for (const TrainingRow& r : rows)
+    for (size_t t = 0; t < r.ids.size(); ++t)
+      if (r.loss_mask[t] != 0) ++counts[static_cast<size_t>(r.ids[t])];
+  const int64_t n = o.draft_vocab > 0 ? o.draft_vocab : std::min<int64_t>(32000, c.vocab_size);
+  const DraftVocab vocab = build_draft_vocab(counts, n);
+  write_draft_vocab((fs::path(o.out_dir) / "draft_vocab.safetensors").string(), vocab);
+  sum.draft_vocab = n;
+  sum.distinct_trained_ids = vocab.distinct;
+  sum.draft_vocab_coverage = vocab.coverage;
+  sum.seconds = timer.seconds();
+  return sum;
+}
+
+}  // namespace eaglet

@@ -1,0 +1,43 @@
+#pragma once
+// `eaglet extract`: the training features of a drafter, computed by the target's own forward with the same aux
+// capture as serving (model/transformer.h), written in shards a trainer reads.
+//
+// DIR/manifest.json             the settings (target, data file and its hash, aux layers, limits) and the totals
+// DIR/shard-NNNNN.safetensors   rows [N * rows_per_shard, ...): input_ids I64 [T], loss_mask I64 [T],
+//                               row_offsets I64 [rows + 1], aux_hidden_states BF16 [T, n_aux * H] (HF hidden_states
+//                               ids in `aux_layers`, ascending), final_hidden_states BF16 [T, H] (the residual stream
+//                               leaving the last layer, before the final norm: the target's logits are
+//                               lm_head(norm(.)), recomputed by the trainer)
+// DIR/draft_vocab.safetensors   d2t, t2d and token_counts of the loss-masked tokens (train/draft_vocab.h)
+//
+// Per token that is 2 x (n_aux + 1) x H bytes: keeping the final state instead of logits keeps the whole target
+// distribution (soft targets on any draft vocabulary) for H x 2 bytes, where top-k logits would cost k x 8 bytes
+// (id + value) and lose the tail. A shard is written to a temporary name and renamed when complete: a rerun skips
+// finished shards, and refuses a DIR whose manifest has other settings.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace eaglet {
+
+struct ExtractOptions {
+  std::string model_dir, data_file, out_dir;
+  std::vector<int> aux_layers;  // HF hidden_states ids; empty: [2, L/2, L-3]
+  int64_t max_tokens = 0;       // 0: the whole file
+  int64_t max_length = 2048;    // per row
+  int64_t rows_per_shard = 64;
+  int64_t draft_vocab = 0;      // 0: min(32000, target vocab)
+  int prefill_batch = 256;
+  bool progress = true;         // a progress line on stderr
+};
+
+struct ExtractSummary {
+  int64_t rows = 0, tokens = 0, trained_tokens = 0, shards = 0, shards_skipped = 0;
+  int64_t draft_vocab = 0, distinct_trained_ids = 0;
+  double draft_vocab_coverage = 0;  // share of trained tokens whose id is in the draft vocabulary
+  double seconds = 0;
+};
+
+ExtractSummary run_extract(const ExtractOptions& options);
+
+}  // namespace eaglet

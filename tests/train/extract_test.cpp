@@ -1,0 +1,170 @@
+// eaglet extract: the shards hold what the serving forward computes (one path), the loss mask follows the chat
+// turns, the token budget is exact, and a rerun resumes (finished shards kept, bytes identical) or refuses a folder
+// extracted with other settings.
+#include "train/extract.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "kernels/dtype.h"
+#include "model/transformer.h"
+#include "test_env.h"
+#include "tokenizer/tokenizer.h"
+#include "train/dataset.h"
+#include "util/error.h"
+
+namespace eaglet {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+std::string tiny(const std::string& variant) { return test::fixtures_dir() + "/tiny/" + variant; }
+
+// Text rows and two-turn conversations.
+std::string write_rows(const std::string& dir, int copies) {
+  std::string jsonl;
+  for (int i = 0; i < copies; ++i) {
+    jsonl += nlohmann::json{{"text", "def add(a, b):\n    return a + b  # " + std::to_string(i) + "\n"}}.dump() + "\n";
+    jsonl += nlohmann::json{{"messages",
+                             {{{"role", "user"}, {"content", "hi there " + std::to_string(i)}},
+                              {{"role", "assistant"}, {"content", "hello, how can I help?"}},
+                              {{"role", "user"}, {"content", "add two numbers"}},
+                              {{"role", "assistant"}, {"content", "use a + b"}}}}}
+                 .dump() +
+             "\n";
+  }
+  const std::string path = dir + "/rows.jsonl";
+  test::write_file(path, jsonl);
+  return path;
+}
+
+std::vector<int64_t> ints(const Checkpoint& c, const std::string& name) {
+  const TensorView* t = c.find(name);
+  EXPECT_TRUE(t != nullptr && t->dtype == DType::I64) << name;
+  std::vector<int64_t> v(t ? static_cast<size_t>(t->numel()) : 0);
+  if (t) std::memcpy(v.data(), t->data, v.size() * 8);
+  return v;
+}
+
+ExtractOptions options(const std::string& model, const std::string& data, const std::string& out) {
+  ExtractOptions o;
+  o.model_dir = model;
+  o.data_file = data;
+  o.out_dir = out;
+  o.rows_per_shard = 3;
+  o.draft_vocab = 100;
+  o.progress = false;
+  return o;
+}
+
+TEST(Extract, ShardsHoldTheServingForwardsStates) {
+  const std::string dir = test::temp_dir("extract_states");
+  const std::string data = write_rows(dir, 4);
+  const ExtractSummary s = run_extract(options(tiny("qwen3_fp32"), data, dir + "/out"));
+  EXPECT_EQ(s.rows, 8);
+  EXPECT_EQ(s.shards, 3);
+
+  auto target = Transformer::load(tiny("qwen3_fp32"));
+  const int64_t L = target->config().num_layers, H = target->config().hidden_size;
+  std::vector<int> layers = target->default_aux_layers();
+  layers.push_back(static_cast<int>(L));
+  target->set_aux_layers(layers);
+  const std::vector<TrainingRow> rows =
+      read_training_rows(data, Tokenizer::load(tiny("qwen3_fp32")), tiny("qwen3_fp32"), {});
+  int64_t row_index = 0, tokens = 0;
+  for (int64_t k = 0; k < s.shards; ++k) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/out/shard-%05lld.safetensors", static_cast<long long>(k));
+    const Checkpoint shard = Checkpoint::open_file(dir + name);
+    const auto ids = ints(shard, "input_ids"), mask = ints(shard, "loss_mask"), offsets = ints(shard, "row_offsets");
+    const TensorView* aux = shard.find("aux_hidden_states");
+    const TensorView* fin = shard.find("final_hidden_states");
+    ASSERT_TRUE(aux != nullptr && fin != nullptr);
+    ASSERT_EQ(aux->shape, (std::vector<int64_t>{static_cast<int64_t>(ids.size()), 3 * H}));
+    for (size_t r = 0; r + 1 < offsets.size(); ++r, ++row_index) {
+      const TrainingRow& want = rows[static_cast<size_t>(row_index)];
+      const int64_t begin = offsets[r], n = offsets[r + 1] - offsets[r];
+      ASSERT_EQ(n, static_cast<int64_t>(want.ids.size()));
+      KVCache cache = target->make_cache(n);
+      target->forward(cache, {.tokens = want.ids});
+      const float* states = target->aux_hidden().data();
+      for (int64_t t = 0; t < n; ++t) {
+        ASSERT_EQ(ids[static_cast<size_t>(begin + t)], want.ids[static_cast<size_t>(t)]);
+        ASSERT_EQ(mask[static_cast<size_t>(begin + t)], want.loss_mask[static_cast<size_t>(t)]);
+        for (int64_t i = 0; i < 3 * H; ++i)
+          ASSERT_EQ(load_as_f32(aux->data, DType::BF16, (begin + t) * 3 * H + i),
+                    bf16_to_f32(f32_to_bf16(states[t * 4 * H + i])));
+        for (int64_t i = 0; i < H; ++i)
+          ASSERT_EQ(load_as_f32(fin->data, DType::BF16, (begin + t) * H + i),
+                    bf16_to_f32(f32_to_bf16(states[t * 4 * H + 3 * H + i])));
+      }
+      tokens += n;
+    }
+  }
+  EXPECT_EQ(row_index, s.rows);
+  EXPECT_EQ(tokens, s.tokens);
+}
+
+// Only the assistant turns (content and end-of-turn marker) are trained; plain text is trained whole.
+TEST(Extract, LossMaskCoversAssistantTurnsOnly) {
+  const std::string dir = test::temp_dir("extract_mask");
+  const std::string data = write_rows(dir, 1);
+  const Tokenizer tok = Tokenizer::load(tiny("qwen3_fp32"));
+  const auto rows = read_training_rows(data, tok, tiny("qwen3_fp32"), {});
+  ASSERT_EQ(rows.size(), 2u);
+  for (uint8_t m : rows[0].loss_mask) EXPECT_EQ(m, 1);
+  std::vector<std::string> trained;
+  const TrainingRow& chat = rows[1];
+  for (size_t i = 0; i < chat.ids.size(); ++i) {
+    if (chat.loss_mask[i] == 0) continue;
+    if (i == 0 || chat.loss_mask[i - 1] == 0) trained.emplace_back();
+    trained.back() += tok.decode({&chat.ids[i], 1});
+  }
+  EXPECT_EQ(trained, (std::vector<std::string>{"hello, how can I help?<|im_end|>", "use a + b<|im_end|>"}));
+  EXPECT_EQ(tok.decode(chat.ids), "<|im_start|>user\nhi there 0<|im_end|>\n<|im_start|>assistant\nhello, how can I "
+                                  "help?<|im_end|>\n<|im_start|>user\nadd two numbers<|im_end|>\n<|im_start|>"
+                                  "assistant\nuse a + b<|im_end|>\n");
+}
+
+TEST(Extract, TokenBudgetAndResume) {
+  const std::string dir = test::temp_dir("extract_resume");
+  const std::string data = write_rows(dir, 5);
+  ExtractOptions o = options(tiny("llama_fp32"), data, dir + "/out");
+  o.max_tokens = 300;
+  const ExtractSummary first = run_extract(o);
+  EXPECT_EQ(first.tokens, 300);
+  EXPECT_EQ(first.shards_skipped, 0);
+  const std::string shard1 = dir + "/out/shard-00001.safetensors";
+  const std::string bytes = test::read_file(shard1);
+  fs::remove(shard1);  // as if killed while writing it
+  const ExtractSummary again = run_extract(o);
+  EXPECT_EQ(again.shards_skipped, first.shards - 1);
+  EXPECT_EQ(test::read_file(shard1), bytes);
+  EXPECT_FALSE(fs::exists(shard1 + ".tmp"));
+
+  o.aux_layers = {1, 2, 3};
+  EXPECT_THAT(test::error_of([&] { run_extract(o); }),
+              AllOf(HasSubstr("manifest.json"), HasSubstr("other settings"), HasSubstr("aux_layers")));
+}
+
+TEST(BadInputExtract, MalformedRowsAreNamed) {
+  const std::string dir = test::temp_dir("extract_bad");
+  test::write_file(dir + "/bad.jsonl", "{\"text\": \"fine\"}\n{\"text\": 5}\n");
+  EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("llama_fp32"), dir + "/bad.jsonl", dir + "/o")); }),
+              AllOf(HasSubstr("bad.jsonl:2"), HasSubstr("expected {\"text\"")));
+  test::write_file(dir + "/bad2.jsonl", "{\"messages\": [{\"role\": \"user\"}]}\n");
+  EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("qwen3_fp32"), dir + "/bad2.jsonl", dir + "/o2")); }),
+              AllOf(HasSubstr("bad2.jsonl:1"), HasSubstr("'content'")));
+  test::write_file(dir + "/bad3.jsonl", "{\"text\": \"x\"\n");
+  EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("llama_fp32"), dir + "/bad3.jsonl", dir + "/o3")); }),
+              AllOf(HasSubstr("bad3.jsonl:1"), HasSubstr("not valid JSON")));
+}
+
+}  // namespace
+}  // namespace eaglet
