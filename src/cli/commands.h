@@ -14,5 +14,6 @@ Command add_detokenize(CLI::App& app);
 Command add_hidden(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_extract(CLI::App& app);
+Command add_convert_draft(CLI::App& app);
 
 }  // namespace eaglet::cli

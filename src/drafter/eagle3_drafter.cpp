@@ -60,7 +60,7 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
   if (!midlayer && !layers0)
     fail(src, ": no decoder-layer tensors: expected midlayer.* (EAGLE/SpecForge/SGLang) or layers.0.* "
               "(speculators/vLLM)");
-  const std::string layer0 = midlayer ? "midlayer." : "layers.0.";
+  const std::string layer0 = d->layer0_prefix_ = midlayer ? "midlayer." : "layers.0.";
   d->check_contracts(target, layer0);
   const TensorList list =
       eagle3_tensors(c, layer0, static_cast<int64_t>(d->aux_layers_.size()), target.config().vocab_size);

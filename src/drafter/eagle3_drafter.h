@@ -46,6 +46,8 @@ class Eagle3Drafter {
   const std::vector<int>& aux_layers() const { return aux_layers_; }  // input convention, ascending
   const VocabMap& vocab() const { return vocab_; }
   std::string describe() const;  // one line for the start-up log
+  const Checkpoint& checkpoint() const { return checkpoint_; }
+  const std::string& layer0_prefix() const { return layer0_prefix_; }  // "midlayer." or "layers.0."
   KVCache make_cache(int64_t capacity) const;
 
   // Hidden input of a forward: the target's aux states [M, aux_width] (first pass), or the drafter's own
@@ -67,6 +69,7 @@ class Eagle3Drafter {
 
   DrafterConfig config_;
   Checkpoint checkpoint_;
+  std::string layer0_prefix_;
   std::vector<int> aux_layers_;
   int64_t aux_width_ = 0;
   VocabMap vocab_;

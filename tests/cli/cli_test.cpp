@@ -262,3 +262,28 @@ TEST(CliExtract, WritesShardsAndResumes) {
 
 }  // namespace
 }  // namespace eaglet
+
+namespace eaglet {
+namespace {
+
+// eaglet convert-draft: a SpecForge drafter to speculators and back to SGLang, then served; a drafter SGLang would
+// compute differently is refused with exit code 1 and the reason.
+TEST(CliConvertDraft, ConvertsBothWaysAndRefusesWhatSglangCannotCompute) {
+  const std::string dir = test::temp_dir("cli_convert");
+  const std::string target = tiny("llama_fp32"), drafters = test::fixtures_dir() + "/drafters/";
+  const auto a = run_command(eaglet("convert-draft -m " + target + " -d " + drafters + "specforge --format speculators --out " +
+                                    dir + "/spec"));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const auto b = run_command(eaglet("convert-draft -m " + target + " -d " + dir + "/spec --format sglang --out " + dir + "/sgl"));
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto plain = run_command(eaglet("generate -m " + target + " -p hi -n 12"));
+  const auto spec = run_command(eaglet("generate -m " + target + " -d " + dir + "/sgl -p hi -n 12"));
+  ASSERT_EQ(spec.exit_code, 0) << spec.err;
+  EXPECT_EQ(spec.out, plain.out);
+  expect_clean_failure(run_command(eaglet("convert-draft -m " + target + " -d " + drafters + "speculators --format sglang --out " +
+                                          dir + "/no")),
+                       1, "norm_before_residual");
+}
+
+}  // namespace
+}  // namespace eaglet
