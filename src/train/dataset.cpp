@@ -5,7 +5,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "tokenizer/chat_template.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -77,7 +76,12 @@ std::vector<TrainingRow> read_training_rows(const std::string& path, const Token
       row.loss_mask.assign(row.ids.size(), 1);
     } else if (j.is_object() && j.contains("messages")) {
       if (!format) format = detect_chat_format(model_dir);
-      row = tokenize_chat(chat_pieces(*format, parse_messages(j["messages"], where)), tokenizer);
+      std::vector<ChatMessage> messages = parse_messages(j["messages"], where);
+      if (options.regenerate)
+        for (size_t i = 0; i < messages.size(); ++i)
+          if (messages[i].role == "assistant")
+            messages[i].content = options.regenerate({messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i)});
+      row = tokenize_chat(chat_pieces(*format, messages), tokenizer);
     } else {
       fail(where, ": expected {\"text\": \"...\"} or {\"messages\": [...]}");
     }

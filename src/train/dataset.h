@@ -4,9 +4,11 @@
 //   {"messages": [{"role", "content"}, ...]}  a conversation in the target's chat format (no generation prompt):
 //                                   only assistant turns (content and end-of-turn marker) are trained
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace eaglet {
@@ -16,8 +18,13 @@ struct TrainingRow {
   std::vector<uint8_t> loss_mask;  // 1: the drafter is trained to predict this token
 };
 
+// A new assistant reply to a conversation that ends with a user turn (`eaglet extract --regenerate`: the target's
+// own answers, the data that matters most for acceptance).
+using ReplyWriter = std::function<std::string(const std::vector<ChatMessage>& context)>;
+
 struct DatasetOptions {
   int64_t max_length = 2048;  // rows are cut to this many tokens
+  ReplyWriter regenerate;     // set: every assistant turn is replaced by its reply to the turns before it
 };
 
 // Every row of `path`, in order. A malformed line is an Error naming file:line; a row whose mask is all zero is kept

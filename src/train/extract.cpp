@@ -12,6 +12,8 @@
 #include "kernels/dtype.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
+#include "generate/generation.h"
+#include "tokenizer/chat_template.h"
 #include "train/dataset.h"
 #include "train/draft_vocab.h"
 #include "util/error.h"
@@ -112,6 +114,22 @@ void write_shard(Transformer& target, const std::vector<TrainingRow>& rows, size
   fs::rename(tmp, path);
 }
 
+// The target's reply to a conversation, in its chat format, until its end-of-turn or EOS token.
+ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const ExtractOptions& o) {
+  const ChatFormat format = detect_chat_format(o.model_dir);
+  GenerationLimits limits{o.regenerate_max_tokens, 0, target.config().eos_token_ids, o.prefill_batch};
+  const char* end_of_turn = format == ChatFormat::Llama3 ? "<|eot_id|>" : format == ChatFormat::ChatML ? "<|im_end|>" : "</s>";
+  const std::vector<int32_t> eot = tokenizer.encode(end_of_turn, false);
+  if (eot.size() == 1) limits.stop_ids.push_back(eot[0]);
+  auto replies = std::make_shared<uint64_t>(0);
+  return [&target, &tokenizer, o, format, limits, replies](const std::vector<ChatMessage>& context) {
+    SamplingParams sampling = o.sampling;
+    sampling.seed = o.sampling.seed * 1000003ull + (*replies)++;
+    const std::vector<int32_t> prompt = tokenizer.encode(render_chat(format, context), false);
+    return tokenizer.decode(generate_plain(target, prompt, sampling, limits).tokens, /*skip_special=*/true);
+  };
+}
+
 }  // namespace
 
 ExtractSummary run_extract(const ExtractOptions& o) {
@@ -126,10 +144,13 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   capture.push_back(static_cast<int>(c.num_layers));
   if (std::find(aux.begin(), aux.end(), static_cast<int>(c.num_layers)) != aux.end())
     fail("extract: --layers must not include ", c.num_layers, " (the final state is always written separately)");
-  target->set_aux_layers(capture);  // validates the ids; sorted, so the final state comes last
-  const int64_t n_aux = static_cast<int64_t>(aux.size());
+  target->set_aux_layers(capture);  // validates the ids before any work
 
-  std::vector<TrainingRow> rows = read_training_rows(o.data_file, tokenizer, o.model_dir, {o.max_length});
+  DatasetOptions dataset{o.max_length, {}};
+  if (o.regenerate) dataset.regenerate = reply_writer(*target, tokenizer, o);
+  std::vector<TrainingRow> rows = read_training_rows(o.data_file, tokenizer, o.model_dir, dataset);
+  target->set_aux_layers(capture);  // sorted: the final state comes last
+  const int64_t n_aux = static_cast<int64_t>(aux.size());
   apply_budget(rows, o.max_tokens);
   for (const TrainingRow& r : rows) {
     sum.tokens += static_cast<int64_t>(r.ids.size());
@@ -147,7 +168,11 @@ ExtractSummary run_extract(const ExtractOptions& o) {
       {"data_fnv1a64", std::to_string(fnv1a(read_file(o.data_file)))}, {"aux_layers", sorted_aux},
       {"aux_layer_convention", "input (HF hidden_states[i], the residual stream entering layer i)"},
       {"final_hidden", "pre-norm (hidden_states[num_layers])"}, {"max_tokens", o.max_tokens},
-      {"max_length", o.max_length}, {"rows_per_shard", o.rows_per_shard}};
+      {"max_length", o.max_length}, {"rows_per_shard", o.rows_per_shard},
+      {"regenerate", o.regenerate ? nlohmann::json{{"temperature", o.sampling.temperature}, {"top_p", o.sampling.top_p},
+                                                   {"top_k", o.sampling.top_k}, {"seed", o.sampling.seed},
+                                                   {"max_tokens", o.regenerate_max_tokens}}
+                                  : nlohmann::json(false)}};
   fs::create_directories(o.out_dir);
   const fs::path manifest_path = fs::path(o.out_dir) / "manifest.json";
   if (fs::exists(manifest_path)) {

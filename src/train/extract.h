@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "sample/sampler.h"
+
 namespace eaglet {
 
 struct ExtractOptions {
@@ -29,6 +31,11 @@ struct ExtractOptions {
   int64_t draft_vocab = 0;      // 0: min(32000, target vocab)
   int prefill_batch = 256;
   bool progress = true;         // a progress line on stderr
+  // --regenerate: assistant turns replaced by the target's own replies (greedy, or sampled with these params; the
+  // seed of each reply follows from `sampling.seed` and its order, so a rerun regenerates the same rows).
+  bool regenerate = false;
+  SamplingParams sampling;
+  int regenerate_max_tokens = 512;
 };
 
 struct ExtractSummary {

@@ -14,6 +14,8 @@
 #include "model/transformer.h"
 #include "test_env.h"
 #include "tokenizer/tokenizer.h"
+#include "generate/generation.h"
+#include "tokenizer/chat_template.h"
 #include "train/dataset.h"
 #include "util/error.h"
 
@@ -151,6 +153,38 @@ TEST(Extract, TokenBudgetAndResume) {
   o.aux_layers = {1, 2, 3};
   EXPECT_THAT(test::error_of([&] { run_extract(o); }),
               AllOf(HasSubstr("manifest.json"), HasSubstr("other settings"), HasSubstr("aux_layers")));
+}
+
+// --regenerate: every assistant turn becomes the target's own reply (here greedy) to the turns before it, trained
+// as before; the same rows again on a rerun.
+TEST(Extract, RegenerateUsesTheTargetsOwnReplies) {
+  const std::string dir = test::temp_dir("extract_regenerate");
+  const std::string data = write_rows(dir, 1);
+  const Tokenizer tok = Tokenizer::load(tiny("qwen3_fp32"));
+  auto target = Transformer::load(tiny("qwen3_fp32"));
+  ExtractOptions o = options(tiny("qwen3_fp32"), data, dir + "/out");
+  o.regenerate = true;
+  o.regenerate_max_tokens = 12;
+  std::vector<std::vector<ChatMessage>> contexts;
+  DatasetOptions d;
+  d.regenerate = [&](const std::vector<ChatMessage>& context) {
+    contexts.push_back(context);
+    GenerationLimits limits{12, 0, target->config().eos_token_ids, 256};
+    limits.stop_ids.push_back(tok.encode("<|im_end|>", false).at(0));
+    const auto prompt = tok.encode(render_chat(ChatFormat::ChatML, context), false);
+    return tok.decode(generate_plain(*target, prompt, {}, limits).tokens, true);
+  };
+  const auto want = read_training_rows(data, tok, tiny("qwen3_fp32"), d);
+  ASSERT_EQ(contexts.size(), 2u);  // the two assistant turns, each after its user turn
+  EXPECT_EQ(contexts[1].size(), 3u);
+  EXPECT_NE(tok.decode(want[1].ids).find("<|im_start|>assistant\n"), std::string::npos);
+
+  run_extract(o);
+  const Checkpoint shard = Checkpoint::open_file(dir + "/out/shard-00000.safetensors");
+  const auto ids = ints(shard, "input_ids"), offsets = ints(shard, "row_offsets");
+  const std::vector<int64_t> chat(ids.begin() + offsets[1], ids.begin() + offsets[2]);
+  EXPECT_EQ(chat, std::vector<int64_t>(want[1].ids.begin(), want[1].ids.end()));
+  EXPECT_EQ(tok.decode(want[1].ids).find("hello, how can I help?"), std::string::npos) << "the reply was replaced";
 }
 
 TEST(BadInputExtract, MalformedRowsAreNamed) {
