@@ -69,6 +69,15 @@ void add(Totals& t, const GenerationResult& r, const SpecStats* stats = nullptr)
 
 int run_speculative(const BenchArgs& a) {
   set_num_threads(a.bench_threads);
+  std::vector<DraftParams> settings;  // parsed first: a bad one fails before any model is loaded
+  if (a.spec_setting_given) settings.push_back(a.spec.draft_params());
+  for (const std::string& s : a.spec_setting_given ? std::vector<std::string>{} : a.settings) {
+    const auto v = parse_int_list(s, "--setting");
+    if (v.size() != 3 || v[0] < 1 || v[0] > 64 || v[1] < 1 || v[1] > 64 || v[2] < 2 || v[2] > 1024)
+      fail("--setting '", s, "': expected steps,topk,draft_tokens with steps and topk in [1, 64] and draft tokens in "
+           "[2, 1024] (as generate's flags)");
+    settings.push_back(DraftParams{v[0], v[1], v[2]}.resolved());
+  }
   std::string target_dir = a.model, drafter_dir = a.spec.drafter;
   if (a.echo_pair) {
     if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
@@ -116,13 +125,6 @@ int run_speculative(const BenchArgs& a) {
   };
   std::vector<Row> rows;
   const bool sampled = !a.sampling.greedy();
-  std::vector<DraftParams> settings;
-  if (a.spec_setting_given) settings.push_back(a.spec.draft_params());
-  for (const std::string& s : a.spec_setting_given ? std::vector<std::string>{} : a.settings) {
-    const auto v = parse_int_list(s, "--setting");
-    if (v.size() != 3 || v[0] < 1 || v[1] < 1 || v[2] < 2) fail("--setting '", s, "': expected steps,topk,draft_tokens");
-    settings.push_back(DraftParams{v[0], v[1], v[2]}.resolved());
-  }
   for (const DraftParams& p : settings) {
     const std::string name = (p.topk == 1 ? "chain " : "tree ") + std::to_string(p.num_steps) + "/" +
                              std::to_string(p.topk) + "/" + std::to_string(p.num_draft_tokens);

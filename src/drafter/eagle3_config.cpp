@@ -23,7 +23,9 @@ std::vector<int> parse_ids(const json& j, const std::string& file, const std::st
   if (!it->is_array()) fail(file, ": field '", key, "' must be a list of layer ids, found ", it->dump());
   for (const auto& v : *it) {
     if (!v.is_number_integer()) fail(file, ": field '", key, "' must hold integers, found ", v.dump());
-    ids.push_back(v.get<int>());
+    const int64_t id = v.get<int64_t>();
+    if (id < -1 || id > (1 << 20)) fail(file, ": field '", key, "' holds ", v.dump(), ", which is no layer id");
+    ids.push_back(static_cast<int>(id));
   }
   if (ids.empty()) fail(file, ": field '", key, "' is an empty list (omit it for the default layers)");
   return ids;

@@ -26,7 +26,7 @@ std::string layer_prefix(int64_t layer, const std::string& layer0_prefix) {
 }  // namespace
 
 TensorList eagle3_tensors(const DrafterConfig& c, const std::string& layer0_prefix, int64_t num_aux,
-                          int64_t target_vocab) {
+                          int64_t target_vocab, int64_t target_layers) {
   const int64_t H = c.hidden_size, Ht = c.target_hidden_size, aux_width = num_aux * Ht;
   TensorList t = {{"fc.weight", {H, aux_width}}};
   if (c.norm_before_fc) t.push_back({"input_norm.weight", {aux_width}});
@@ -43,6 +43,11 @@ TensorList eagle3_tensors(const DrafterConfig& c, const std::string& layer0_pref
                "absent: the target's embedding, when the widths agree"});
   t.push_back({"d2t", {c.draft_vocab_size}, TensorUse::Optional, TensorKind::Index, "draft id -> target id offsets"});
   t.push_back({"t2d", {target_vocab}, TensorUse::Optional, TensorKind::Index, "target ids in the draft vocabulary"});
+  const std::string why = "the target's RoPE buffer, saved by the official EAGLE-3 trainer and unused by every loader";
+  t.push_back({"target_model.model.rotary_emb.inv_freq", {}, TensorUse::Unused, TensorKind::Weight, why});
+  for (int64_t i = 0; i < target_layers; ++i)
+    t.push_back({"target_model.model.layers." + std::to_string(i) + ".self_attn.rotary_emb.inv_freq", {},
+                 TensorUse::Unused, TensorKind::Weight, why});
   return t;
 }
 
@@ -62,8 +67,8 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
               "(speculators/vLLM)");
   const std::string layer0 = d->layer0_prefix_ = midlayer ? "midlayer." : "layers.0.";
   d->check_contracts(target, layer0);
-  const TensorList list =
-      eagle3_tensors(c, layer0, static_cast<int64_t>(d->aux_layers_.size()), target.config().vocab_size);
+  const TensorList list = eagle3_tensors(c, layer0, static_cast<int64_t>(d->aux_layers_.size()),
+                                         target.config().vocab_size, target.config().num_layers);
   const LoadedTensors tensors =
       load_tensors(d->checkpoint_, list, std::string("EAGLE-3 drafter (") + layout_name(c.layout) + ")");
   d->bind_weights(target, tensors, layer0);

@@ -30,10 +30,11 @@ struct DrafterOptions {
 };
 
 // Every tensor of an EAGLE-3 drafter checkpoint: fc (+ input_norm or fc_norm.i), the blocks (layer 0 under
-// `layer0_prefix`), norm, and the optional lm_head, embed_tokens, d2t and t2d. The loader, a trainer and an exporter
-// use this one list.
+// `layer0_prefix`), norm, and the optional lm_head, embed_tokens, d2t and t2d; declared unused, the target's rotary
+// buffers that the official EAGLE-3 trainer saves beside them (for `target_layers` layers). The loader, a trainer and
+// an exporter use this one list.
 TensorList eagle3_tensors(const DrafterConfig& config, const std::string& layer0_prefix, int64_t num_aux,
-                          int64_t target_vocab);
+                          int64_t target_vocab, int64_t target_layers = 0);
 
 class Eagle3Drafter {
  public:

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <set>
 #include <sstream>
 
 #include "io/json_util.h"
@@ -131,8 +132,15 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     fail(path, ": header length ", header_len, " exceeds the file size ", size, " (truncated or not safetensors)");
   const char* header_begin = reinterpret_cast<const char*>(base + 8);
   nlohmann::json header;
+  std::set<std::string> names;  // the JSON parser keeps the last of duplicate keys: catch them as they are read
+  const nlohmann::json::parser_callback_t no_duplicates = [&](int depth, nlohmann::json::parse_event_t event,
+                                                               nlohmann::json& parsed) {
+    if (depth == 1 && event == nlohmann::json::parse_event_t::key && !names.insert(parsed.get<std::string>()).second)
+      fail(path, ": tensor '", parsed.get<std::string>(), "' appears twice in the header");
+    return true;
+  };
   try {
-    header = nlohmann::json::parse(header_begin, header_begin + header_len);
+    header = nlohmann::json::parse(header_begin, header_begin + header_len, no_duplicates);
   } catch (const nlohmann::json::exception& e) {
     fail(path, ": header is not valid JSON (", e.what(), ")");
   }
@@ -162,6 +170,18 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
       fail(path, ": tensors '", prev.second->name, "' and '", spans[i].second->name,
            "' overlap in the data buffer (header corrupt)");
   }
+  // As the reference reader requires, the tensors cover the data buffer exactly: a gap or trailing bytes mean the
+  // header length or the offsets are wrong (a header length cut inside its padding shifts every tensor).
+  uint64_t covered = 0;
+  for (const auto& [begin, t] : spans) {
+    if (begin != covered)
+      fail(path, ": tensor '", t->name, "' starts at byte ", begin, " of the data buffer, but the tensors before it end "
+           "at ", covered, " (header length or data_offsets corrupt)");
+    covered += t->nbytes;
+  }
+  if (covered != buffer_size)
+    fail(path, ": the tensors cover ", covered, " bytes of a ", buffer_size, "-byte data buffer (trailing bytes, or the "
+         "header length is wrong)");
   return file;
 }
 

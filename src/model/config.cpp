@@ -119,7 +119,8 @@ LayerShape LayerShape::read(const ConfigReader& r) {
            ") and no head_dim is given");
     l.head_dim = l.hidden_size / l.num_heads;
   }
-  if (l.head_dim <= 0 || l.head_dim % 2 != 0) fail(r.where(), ": head_dim must be positive and even, found ", l.head_dim);
+  if (l.head_dim <= 0 || l.head_dim % 2 != 0 || l.head_dim > 65536)
+    fail(r.where(), ": head_dim must be positive, even and at most 65536, found ", l.head_dim);
   l.rms_norm_eps = static_cast<float>(r.number("rms_norm_eps"));
   const std::string act = r.text("hidden_act");
   if (act != "silu") fail(r.where(), ": hidden_act '", act, "' is not supported (expected silu)");
@@ -156,6 +157,8 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   c.num_layers = r.size("num_hidden_layers");
   static_cast<LayerShape&>(c) = LayerShape::read(r);
   c.max_position_embeddings = r.integer("max_position_embeddings");
+  if (c.max_position_embeddings <= 0)
+    fail(c.file, ": field 'max_position_embeddings' must be positive, found ", c.max_position_embeddings);
   c.tie_word_embeddings = r.flag("tie_word_embeddings");
   c.torch_dtype = r.is_set("torch_dtype") ? r.text("torch_dtype") : r.text("dtype");
   for (int64_t i = 0; i < c.num_layers; ++i) c.blocks.push_back(arch.block(c, r, i));

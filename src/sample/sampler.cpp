@@ -5,7 +5,17 @@
 #include <limits>
 #include <numeric>
 
+#include "util/error.h"
+
 namespace eaglet {
+
+Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
+  // Written as negations so that NaN, which fails every comparison, is refused too.
+  if (!(params.temperature >= 0.0f && params.temperature <= 1e4f))
+    fail("sampling: temperature must be a number in [0, 10000], found ", params.temperature);
+  if (!(params.top_p >= 0.0f && params.top_p <= 1.0f)) fail("sampling: top_p must be in [0, 1], found ", params.top_p);
+  if (params.top_k < 0) fail("sampling: top_k must be 0 (all) or positive, found ", params.top_k);
+}
 
 int32_t argmax(std::span<const float> logits) {
   int32_t best = 0;

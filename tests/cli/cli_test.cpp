@@ -287,3 +287,20 @@ TEST(CliConvertDraft, ConvertsBothWaysAndRefusesWhatSglangCannotCompute) {
 
 }  // namespace
 }  // namespace eaglet
+
+namespace eaglet {
+namespace {
+
+// Values that pass a range check without being numbers, and settings without bound, fail with one line and exit 1.
+TEST(BadInputCli, NanSamplingAndUnboundedBenchSettings) {
+  expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 4 --temp nan")), 1,
+                       "temperature");
+  expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 4 --temp 1 --top-p nan")),
+                       1, "top_p");
+  expect_clean_failure(run_command(eaglet("bench -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
+                                          "/drafters/eagle_official --prompts /dev/null --setting 100000,1,100001")),
+                       1, "--setting");
+}
+
+}  // namespace
+}  // namespace eaglet

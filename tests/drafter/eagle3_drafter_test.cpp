@@ -127,6 +127,36 @@ TEST(BadInputDrafter, EveryBrokenContractIsNamed) {
   }
 }
 
+// Aux ids beyond 32 bits are refused, never truncated (2^32 + 2 would read as 2).
+TEST(BadInputDrafter, HugeAuxIdsAreRefused) {
+  auto target = Transformer::load(test::fixtures_dir() + "/tiny/llama_fp32");
+  for (const int64_t id : {(int64_t{1} << 32) + 2, int64_t{2147483647}}) {
+    const std::string dir = test::temp_dir("huge_aux_" + std::to_string(id));
+    std::filesystem::copy(drafters_dir() + "/speculators", dir, std::filesystem::copy_options::recursive);
+    auto config = read_json_file(dir + "/config.json");
+    config["eagle_aux_hidden_state_layer_ids"] = {2, 4, id};
+    test::write_file(dir + "/config.json", config.dump());
+    EXPECT_THAT(test::error_of([&] { Eagle3Drafter::load(dir, *target, {.aux_convention = AuxConvention::Output}); }),
+                HasSubstr("eagle_aux_hidden_state_layer_ids"))
+        << id;
+  }
+}
+
+// The official EAGLE-3 trainer saves the target's rotary buffers beside the drafter; every loader ignores them.
+TEST(Eagle3Drafter, OfficialTrainersTargetRotaryBuffersAreDeclaredUnused) {
+  const std::string dir = test::temp_dir("official_rotary");
+  std::filesystem::copy(drafters_dir() + "/eagle_official", dir, std::filesystem::copy_options::recursive);
+  std::vector<TensorToWrite> tensors;
+  const Checkpoint original = Checkpoint::open_dir(drafters_dir() + "/eagle_official");
+  for (const auto& [name, t] : original.all()) tensors.push_back({name, t->dtype, t->shape, t->data});
+  const std::vector<float> inv_freq(8, 0.5f);
+  tensors.push_back({"target_model.model.layers.3.self_attn.rotary_emb.inv_freq", DType::F32, {8}, inv_freq.data()});
+  write_safetensors(dir + "/model.safetensors", tensors);
+  auto target = Transformer::load(test::fixtures_dir() + "/tiny/llama_fp32");
+  auto drafter = Eagle3Drafter::load(dir, *target, {});
+  EXPECT_EQ(drafter->aux_layers(), std::vector<int>({2, 4, 5}));
+}
+
 TEST(BadInputDrafter, SpecForgeNormOutputFalseIsRefused) {
   const std::string dir = test::temp_dir("specforge_norm_output");
   std::filesystem::copy(drafters_dir() + "/specforge", dir, std::filesystem::copy_options::recursive);

@@ -135,6 +135,35 @@ TEST(BadInputSafetensors, HeaderLies) {
   }
 }
 
+// What the reference reader refuses: duplicate names (a JSON parser keeps the last), bytes the tensors do not cover
+// (trailing, or in a gap), and a header length that stops inside its own padding (every tensor would shift).
+TEST(BadInputSafetensors, DuplicatesGapsAndShiftedData) {
+  const auto dir = temp_dir("st_exact");
+  auto path = make_file(dir);
+  replace_header(path, R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, "a": {"dtype": "F32", "shape": [2], "data_offsets": [24, 32]}})");
+  EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }), AllOf(HasSubstr(path), HasSubstr("'a' appears twice")));
+  path = make_file(dir);
+  replace_header(path, R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})");  // 24 of 48 bytes
+  EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }), AllOf(HasSubstr("cover 24 bytes"), HasSubstr("48-byte")));
+  path = make_file(dir);
+  replace_header(path, R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [8, 32]}, "c": {"dtype": "I64", "shape": [2], "data_offsets": [32, 48]}})");
+  EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }), HasSubstr("starts at byte 8"));
+  // The header length shortened by 8: still valid JSON (padding), but the data would start 8 bytes early.
+  path = make_file(dir);
+  std::string bytes = read_file(path);
+  uint64_t len = 0;
+  std::memcpy(&len, bytes.data(), 8);
+  const std::string padded = bytes.substr(8, len) + std::string(8, ' ');
+  std::string out(8, '\0');
+  const uint64_t new_len = padded.size();
+  std::memcpy(out.data(), &new_len, 8);
+  write_file(path, out + padded + bytes.substr(8 + len));
+  ASSERT_NO_THROW(SafetensorsFile::open(path));  // padding counted in the length is fine
+  std::memcpy(out.data(), &len, 8);              // the length stops inside the padding
+  write_file(path, out + padded + bytes.substr(8 + len));
+  EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }), HasSubstr("cover"));
+}
+
 TEST(BadInputSafetensors, StrictAccountingNamesEveryProblem) {
   const auto dir = temp_dir("st_accounting");
   make_file(dir);

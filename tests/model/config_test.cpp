@@ -92,6 +92,15 @@ TEST(Config, AbsentKeysTakeTheHuggingFaceDefaults) {
   for (size_t i = 0; i < qwen2.blocks.size(); ++i) EXPECT_EQ(qwen2.blocks[i].sliding_window, i >= 28 ? 4096 : 0) << i;
 }
 
+// A negative max_window_layers (Qwen, sliding window on) means, as in HF, that every layer slides.
+TEST(Config, NegativeMaxWindowLayersSlidesEveryLayer) {
+  const auto c = ModelConfig::load(edited_model("qwen_negative_mwl", [](json& j) {
+    j["use_sliding_window"] = true;
+    j["max_window_layers"] = -3;
+  }, "qwen2_fp32"));
+  for (const BlockSpec& b : c.blocks) EXPECT_EQ(b.sliding_window, 4);
+}
+
 TEST(Config, EosFromGenerationConfigAsIntOrList) {
   const auto c = ModelConfig::load(edited_model("eos_list", [](json& j) { j["eos_token_id"] = json::array({2, 5}); }));
   EXPECT_FALSE(c.eos_token_ids.empty());  // generation_config.json, when present, decides
@@ -159,6 +168,10 @@ TEST(BadInputConfig, EachMistakeIsNamed) {
       {"wrong_tied", [](json& j) { j["tie_word_embeddings"] = true; }, {"lm_head.weight"}},
       {"wrong_layers", [](json& j) { j["num_hidden_layers"] = 7; }, {"model.layers.7.", "does not use"}},
       {"wrong_bias", [](json& j) { j["attention_bias"] = true; }, {"missing", "q_proj.bias"}},
+      // Huge but well-typed values are refused before any size is computed from them.
+      {"huge_head_dim", [](json& j) { j["head_dim"] = int64_t{1} << 62; }, {"head_dim", "at most 65536"}},
+      {"max_position_zero", [](json& j) { j["max_position_embeddings"] = 0; }, {"'max_position_embeddings'"}},
+      {"max_position_negative", [](json& j) { j["max_position_embeddings"] = -5; }, {"'max_position_embeddings'"}},
   };
   for (const auto& c : cases) {
     const std::string dir = edited_model(c.name, c.edit);
