@@ -107,6 +107,7 @@ int run_speculative(const BenchArgs& a) {
     }
   } else {
     Tokenizer tokenizer = Tokenizer::load(target_dir);
+    check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
     for (const auto& p : read_prompts(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
   }
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};

@@ -35,6 +35,7 @@ int run_generate(const GenerateArgs& a) {
   const bool speculative = a.spec.enabled();
   Tokenizer tokenizer = Tokenizer::load(a.model);
   auto model = Transformer::load(a.model, {.allow_unused_tensors = a.allow_unused});
+  check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
   std::unique_ptr<Eagle3Drafter> drafter;
   std::unique_ptr<Eagle3Proposer> proposer;
   if (speculative) {

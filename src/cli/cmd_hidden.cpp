@@ -33,6 +33,7 @@ int run_hidden(const HiddenArgs& a) {
   set_num_threads(a.threads);
   Tokenizer tokenizer = Tokenizer::load(a.model);
   auto model = Transformer::load(a.model);
+  check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
   model->set_aux_layers(a.layers.empty() ? model->default_aux_layers() : parse_int_list(a.layers, "--layers"));
   const auto tokens = tokenizer.encode(a.input.read("hidden"), tokenizer.adds_bos());
   if (tokens.empty()) fail("hidden: the prompt is empty after tokenization");

@@ -32,6 +32,7 @@ int run_perplexity(const PerplexityArgs& a) {
   set_num_threads(a.threads);
   Tokenizer tokenizer = Tokenizer::load(a.model);
   auto model = Transformer::load(a.model);
+  check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
   const int64_t vocab = model->config().vocab_size;
   const std::vector<int32_t> tokens = tokenizer.encode(read_file(a.file), /*add_bos=*/false);
   const size_t windows = tokens.size() / static_cast<size_t>(a.ctx);

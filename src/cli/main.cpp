@@ -2,6 +2,7 @@
 #include <exception>
 #include <iostream>
 #include <map>
+#include <new>
 #include <string>
 
 #include "cli/commands.h"
@@ -47,6 +48,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const eaglet::Error& e) {
     std::cerr << "eaglet: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "eaglet: error: out of memory (a context, batch or model too large for this machine)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "eaglet: internal error: " << e.what() << "\n";

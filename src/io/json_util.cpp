@@ -1,5 +1,6 @@
 #include "io/json_util.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +9,7 @@
 namespace eaglet {
 
 std::string read_file(const std::string& path) {
+  if (std::filesystem::is_directory(path)) fail(path, ": is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot open");
   std::stringstream ss;

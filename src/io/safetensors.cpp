@@ -97,7 +97,8 @@ TensorView parse_entry(const std::string& path, const std::string& name, const n
   for (const auto& d : *sh) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0) fail(where, ": shape entries must be non-negative integers");
     const uint64_t dim = d.get<uint64_t>();
-    if (dim != 0 && numel > (uint64_t{1} << 62) / dim) fail(where, ": shape ", sh->dump(), " is too large");
+    // Bounded well below 2^64 / 8, so that the byte size (numel x dtype size) cannot wrap around.
+    if (dim != 0 && numel > (uint64_t{1} << 56) / dim) fail(where, ": shape ", sh->dump(), " is too large");
     numel *= dim;
     t.shape.push_back(static_cast<int64_t>(dim));
   }

@@ -8,6 +8,10 @@ namespace eaglet {
 
 KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t key_dim, int64_t value_dim, int64_t capacity)
     : layers_(num_layers), kv_heads_(num_kv_heads), key_dim_(key_dim), value_dim_(value_dim), capacity_(capacity) {
+  const double bytes = 4.0 * static_cast<double>(num_layers) * static_cast<double>(num_kv_heads) *
+                       static_cast<double>(key_dim + value_dim) * static_cast<double>(capacity);
+  if (capacity < 0 || bytes > 1e12)
+    fail("a KV cache of ", capacity, " tokens would need ", bytes / 1e9, " GB: lower the context (-c) or -n");
   k_.assign(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * key_dim_), 0.0f);
   v_.assign(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * value_dim_), 0.0f);
   positions_.assign(static_cast<size_t>(capacity_), 0);

@@ -4,6 +4,7 @@
 
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/unicode_utf8.h"
+#include "util/error.h"
 
 namespace eaglet {
 namespace tok {
@@ -283,5 +284,11 @@ StreamingDetokenizer& StreamingDetokenizer::operator=(StreamingDetokenizer&&) no
 
 std::string StreamingDetokenizer::push(int32_t id) { return state_->push(id); }
 std::string StreamingDetokenizer::flush() { return state_->finish(); }
+
+void check_tokenizer_fits(const Tokenizer& tokenizer, int64_t vocab_size, const std::string& model_file) {
+  if (static_cast<int64_t>(tokenizer.vocab_size()) > vocab_size)
+    fail(model_file, ": vocab_size ", vocab_size, " is smaller than the tokenizer's ", tokenizer.vocab_size(),
+         " ids (tokenizer.json of another model?)");
+}
 
 }  // namespace eaglet

@@ -47,6 +47,10 @@ class Tokenizer {
   std::shared_ptr<const tok::TokenizerData> data_;
 };
 
+// A model whose embedding has `vocab_size` rows must accept every id the tokenizer can produce: an Error naming
+// `model_file` otherwise (a tokenizer from another model).
+void check_tokenizer_fits(const Tokenizer& tokenizer, int64_t vocab_size, const std::string& model_file);
+
 // Incremental detokenizer: push ids one by one, get the text that is now final. The concatenation of all push()
 // results and flush() equals Tokenizer::decode of the same ids. Never emits half a UTF-8 sequence, nor text a later
 // token could change (the SentencePiece leading-space strip waits for the first character).

@@ -138,6 +138,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   if (o.rows_per_shard < 1) fail("extract: --rows-per-shard must be positive");
   const Tokenizer tokenizer = Tokenizer::load(o.model_dir);
   auto target = Transformer::load(o.model_dir);
+  check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
   const ModelConfig& c = target->config();
   const std::vector<int> aux = o.aux_layers.empty() ? target->default_aux_layers() : o.aux_layers;
   std::vector<int> capture = aux;

@@ -291,12 +291,23 @@ TEST(CliConvertDraft, ConvertsBothWaysAndRefusesWhatSglangCannotCompute) {
 namespace eaglet {
 namespace {
 
-// Values that pass a range check without being numbers, and settings without bound, fail with one line and exit 1.
-TEST(BadInputCli, NanSamplingAndUnboundedBenchSettings) {
+// Values that pass a range check without being numbers, sizes without bound, a directory for a file and a tokenizer
+// of another model: each fails with one line and exit 1, nothing crashes or runs away.
+TEST(BadInputCli, HostileValuesFailCleanly) {
   expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 4 --temp nan")), 1,
                        "temperature");
   expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 4 --temp 1 --top-p nan")),
                        1, "top_p");
+  // A context whose KV cache could never be allocated, a directory given as a file, a tokenizer of another model.
+  expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 2000000000")), 1, "KV cache");
+  expect_clean_failure(run_command(eaglet("perplexity -m " + tiny("llama_fp32") + " -f " + tiny("llama_fp32"))), 1,
+                       "is a directory");
+  const std::string mixed = test::temp_dir("cli_mixed_tokenizer");
+  fs::copy(tiny("llama_fp32"), mixed, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  fs::copy_file(pycode() + "/tokenizer.json", mixed + "/tokenizer.json", fs::copy_options::overwrite_existing);
+  test::write_file(mixed + "/text.py", "def f(x):\n    return x + 1\n");
+  expect_clean_failure(run_command(eaglet("perplexity -m " + mixed + " -f " + mixed + "/text.py --ctx 8")), 1,
+                       "smaller than the tokenizer's");
   expect_clean_failure(run_command(eaglet("bench -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
                                           "/drafters/eagle_official --prompts /dev/null --setting 100000,1,100001")),
                        1, "--setting");

@@ -124,6 +124,8 @@ TEST(BadInputSafetensors, HeaderLies) {
       {R"({"a": [1, 2]})", "must be an object"},
       {R"([1, 2, 3])", "JSON object"},
       {R"({"a": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 8]}})", "too large"},
+      // 2^61 I64 elements are 2^64 bytes: the byte size would wrap around to 0 and match empty offsets.
+      {R"({"a": {"dtype": "I64", "shape": [2305843009213693952], "data_offsets": [0, 0]}})", "too large"},
       {R"({"__metadata__": {"k": 3}})", "__metadata__"},
       {"{not json", "not valid JSON"},
   };
