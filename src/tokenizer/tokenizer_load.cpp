@@ -38,12 +38,21 @@ std::shared_ptr<const Regex> parse_pattern(const JsonField& pattern) {
                  std::string(supported) + ")");
 }
 
-void parse_normalizer(const JsonField& node, Normalizer& out) {
+// Sequences nest in principle; real files nest one or two deep. A bound keeps a hostile file from exhausting the stack.
+constexpr int kMaxSequenceDepth = 8;
+
+void check_depth(const JsonField& type, int depth) {
+  if (depth > kMaxSequenceDepth)
+    type.fail_with("Sequence nested more than " + std::to_string(kMaxSequenceDepth) + " deep");
+}
+
+void parse_normalizer(const JsonField& node, Normalizer& out, int depth = 0) {
   const JsonField type = node["type"];
   const std::string name = type.string();
+  check_depth(type, depth);
   if (name == "Sequence") {
     const JsonField list = node["normalizers"];
-    for (size_t i = 0; i < list.size(); ++i) parse_normalizer(list.element(i), out);
+    for (size_t i = 0; i < list.size(); ++i) parse_normalizer(list.element(i), out, depth + 1);
   } else if (name == "NFC") {
     out.add({NormalizerStep::Kind::NFC, {}, {}, nullptr});
   } else if (name == "Prepend") {
@@ -77,12 +86,13 @@ PreTokenizerStep::Prepend parse_prepend_scheme(const JsonField& node) {
                                                       : PreTokenizerStep::Prepend::Never;
 }
 
-void parse_pre_tokenizer(const JsonField& node, PreTokenizer& out) {
+void parse_pre_tokenizer(const JsonField& node, PreTokenizer& out, int depth = 0) {
   const JsonField type = node["type"];
   const std::string name = type.string();
+  check_depth(type, depth);
   if (name == "Sequence") {
     const JsonField list = node["pretokenizers"];
-    for (size_t i = 0; i < list.size(); ++i) parse_pre_tokenizer(list.element(i), out);
+    for (size_t i = 0; i < list.size(); ++i) parse_pre_tokenizer(list.element(i), out, depth + 1);
   } else if (name == "Split") {
     PreTokenizerStep step{PreTokenizerStep::Kind::Split};
     step.pattern = parse_pattern(node["pattern"]);
@@ -207,15 +217,16 @@ void parse_template(const JsonField& node, TokenizerData& data) {
   }
 }
 
-void parse_post_processor(const JsonField& node, TokenizerData& data) {
+void parse_post_processor(const JsonField& node, TokenizerData& data, int depth = 0) {
   const JsonField type = node["type"];
   const std::string name = type.string();
+  check_depth(type, depth);
   if (name == "ByteLevel") return;  // only adjusts offsets
   if (name == "TemplateProcessing") {
     parse_template(node, data);
   } else if (name == "Sequence") {
     const JsonField list = node["processors"];
-    for (size_t i = 0; i < list.size(); ++i) parse_post_processor(list.element(i), data);
+    for (size_t i = 0; i < list.size(); ++i) parse_post_processor(list.element(i), data, depth + 1);
   } else {
     unsupported(type, "post_processor", "TemplateProcessing, ByteLevel, Sequence");
   }

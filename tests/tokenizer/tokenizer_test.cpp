@@ -384,6 +384,24 @@ TEST(TokenizerLoad, UnsupportedPipelineComponents) {
   }
 }
 
+// A Sequence nested thousands deep is refused by depth, not by exhausting the stack; two deep still loads.
+TEST(TokenizerLoad, DeeplyNestedSequencesAreRefused) {
+  for (const auto& [field, list] : {std::pair{"normalizer", "normalizers"}, {"pre_tokenizer", "pretokenizers"},
+                                    {"post_processor", "processors"}}) {
+    json inner = json::object({{"type", "Sequence"}, {list, json::array()}});
+    json shallow = json::object({{"type", "Sequence"}, {list, json::array({inner})}});
+    json j = minimal_tokenizer();
+    j[field] = shallow;
+    EXPECT_NO_THROW(Tokenizer::load(write_tokenizer(std::string("shallow_") + field, j.dump()))) << field;
+    json deep = inner;
+    for (int i = 0; i < 5000; ++i) deep = json::object({{"type", "Sequence"}, {list, json::array({std::move(deep)})}});
+    j[field] = std::move(deep);
+    EXPECT_THAT(load_error(write_tokenizer(std::string("deep_") + field, j.dump())),
+                AllOf(HasSubstr("tokenizer.json"), HasSubstr("nested more than 8 deep")))
+        << field;
+  }
+}
+
 TEST(TokenizerLoad, BadTypesAreReported) {
   json j = minimal_tokenizer();
   j["model"]["vocab"]["a"] = "zero";
