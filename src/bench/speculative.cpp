@@ -94,7 +94,7 @@ int run_speculative(const BenchArgs& a) {
     fail("bench: speculative mode needs -m TARGET, -d DRAFTER and --prompts FILE (or --echo-pair)");
   }
   auto target = Transformer::load(target_dir);
-  auto drafter = Eagle3Drafter::load(drafter_dir, *target, {.aux_convention = a.spec.convention()});
+  auto drafter = Eagle3Drafter::load(drafter_dir, *target, {.aux_convention = aux_convention_flag(a.spec.aux_convention)});
   Eagle3Proposer proposer(*drafter);
   std::fprintf(stderr, "%s\n", drafter->describe().c_str());
   std::vector<std::vector<int32_t>> prompts;

@@ -15,9 +15,7 @@ struct ConvertArgs {
 
 int run_convert(const ConvertArgs& a) {
   auto target = Transformer::load(a.model);
-  DrafterOptions options;
-  if (!a.aux_convention.empty()) options.aux_convention = parse_aux_convention(a.aux_convention, "--aux-layer-convention");
-  auto drafter = Eagle3Drafter::load(a.drafter, *target, options);
+  auto drafter = Eagle3Drafter::load(a.drafter, *target, {.aux_convention = aux_convention_flag(a.aux_convention)});
   export_drafter(*drafter, *target, parse_drafter_format(a.format), a.out);
   std::fprintf(stderr, "%s\nwrote %s (%s layout)\n", drafter->describe().c_str(), a.out.c_str(), a.format.c_str());
   return 0;

@@ -39,7 +39,7 @@ int run_generate(const GenerateArgs& a) {
   std::unique_ptr<Eagle3Drafter> drafter;
   std::unique_ptr<Eagle3Proposer> proposer;
   if (speculative) {
-    drafter = Eagle3Drafter::load(a.spec.drafter, *model, {.aux_convention = a.spec.convention()});
+    drafter = Eagle3Drafter::load(a.spec.drafter, *model, {.aux_convention = aux_convention_flag(a.spec.aux_convention)});
     proposer = std::make_unique<Eagle3Proposer>(*drafter);
     std::fprintf(stderr, "%s\n", drafter->describe().c_str());
   }
@@ -72,12 +72,11 @@ int run_generate(const GenerateArgs& a) {
                    s.log_line().c_str(), static_cast<long long>(s.verifies));
     }
   };
-  SpeculativeResult r;
-  if (speculative)
-    r = generate_speculative(*model, *proposer, prompt, {a.spec.draft_params(), a.spec.sampling_scheme(), a.sampling},
-                             limits, stream, observe);
-  else
-    static_cast<GenerationResult&>(r) = generate_plain(*model, prompt, a.sampling, limits, stream);
+  const SpeculativeResult r =
+      speculative ? generate_speculative(*model, *proposer, prompt,
+                                         {a.spec.draft_params(), a.spec.sampling_scheme(), a.sampling}, limits, stream,
+                                         observe)
+                  : SpeculativeResult{generate_plain(*model, prompt, a.sampling, limits, stream)};
   std::cout << detok.flush() << std::flush;
   const double n_out = static_cast<double>(r.tokens.size());
   std::fprintf(stderr, "\n\nprompt: %zu tokens in %.3f s (%.2f tok/s)\n", prompt.size(), r.prefill_seconds,

@@ -69,6 +69,8 @@ const ConfigKeys& eagle3_layer_keys() {
 void read_eagle3_layer(DrafterConfig& c, const ConfigReader& r) {
   static_cast<LayerShape&>(c) = LayerShape::read(r);
   c.num_layers = r.size("num_hidden_layers");
+  if (c.num_layers > kMaxLayers)
+    fail(r.where(), ": field 'num_hidden_layers' is ", c.num_layers, "; at most ", kMaxLayers, " layers are supported");
   c.vocab_size = r.size("vocab_size");
 }
 
@@ -87,6 +89,11 @@ AuxConvention parse_aux_convention(const std::string& text, const std::string& w
   if (text == "input") return AuxConvention::Input;
   if (text == "output") return AuxConvention::Output;
   fail(what, ": '", text, "' is not an aux-layer convention (expected input or output)");
+}
+
+std::optional<AuxConvention> aux_convention_flag(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  return parse_aux_convention(text, "--aux-layer-convention");
 }
 
 AuxConvention DrafterConfig::default_convention() const {
@@ -139,6 +146,8 @@ DrafterConfig DrafterConfig::load(const std::string& dir) {
 
   // Aux layer ids: the nested eagle_config (SGLang reads only this) or the top-level key (speculators, vLLM).
   std::vector<int> nested;
+  if (!r.value("eagle_config").is_null() && !r.value("eagle_config").is_object())
+    fail(c.file, ": field 'eagle_config' must be an object, found ", r.value("eagle_config").dump());
   if (r.value("eagle_config").is_object()) {
     const json& ec = r.value("eagle_config");
     nested = parse_ids(ec, c.file + ": eagle_config", "eagle_aux_hidden_state_layer_ids");

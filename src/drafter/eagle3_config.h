@@ -25,6 +25,8 @@ const char* layout_name(DrafterLayout l);
 const char* convention_name(AuxConvention c);
 // "input" / "output" (flag and config spelling); anything else is an Error naming `what`.
 AuxConvention parse_aux_convention(const std::string& text, const std::string& what);
+// A --aux-layer-convention flag: empty is none given (the layout's default applies).
+std::optional<AuxConvention> aux_convention_flag(const std::string& text);
 
 // The drafter's layer shape (a LlamaConfig: hidden_size, heads, head_dim, eps, rope, ...) and the EAGLE-3 fields.
 struct DrafterConfig : LayerShape {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "io/json_util.h"
 #include "io/safetensors.h"
 #include "model/transformer.h"
 #include "util/error.h"
@@ -63,6 +64,14 @@ json sglang_config(const Eagle3Drafter& d, const ModelConfig& t, DType dtype) {
   return j;
 }
 
+// As the target's config.json names them (speculators records its verifier so).
+json verifier_architectures(const ModelConfig& t) {
+  const json j = read_json_file(t.file);
+  if (!j.contains("architectures") || !j["architectures"].is_array())
+    fail(t.file, ": no 'architectures' list to record as the drafter's verifier");
+  return j["architectures"];
+}
+
 json speculators_config(const Eagle3Drafter& d, const ModelConfig& t, DType dtype) {
   const DrafterConfig& c = d.config();
   json layer = layer_fields(c, t);
@@ -74,7 +83,7 @@ json speculators_config(const Eagle3Drafter& d, const ModelConfig& t, DType dtyp
            {{"algorithm", "eagle3"},
             {"proposal_methods", {{{"proposal_type", "greedy"}, {"speculative_tokens", c.speculative_tokens > 0 ? c.speculative_tokens : 3}}}},
             {"default_proposal_method", "greedy"},
-            {"verifier", {{"name_or_path", t.dir}, {"architectures", {"LlamaForCausalLM"}}}}}},
+            {"verifier", {{"name_or_path", t.dir}, {"architectures", verifier_architectures(t)}}}}},
           {"transformer_layer_config", layer},
           {"draft_vocab_size", c.draft_vocab_size},
           {"target_hidden_size", c.target_hidden_size},
@@ -104,6 +113,7 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
   const std::string layer0 = format == DrafterFormat::Sglang ? "midlayer." : "layers.0.";
   const int64_t n_aux = static_cast<int64_t>(d.aux_layers().size());
   const TensorView& fc = *src.find("fc.weight");
+  if (fs::exists(out_dir) && !fs::is_directory(out_dir)) fail(out_dir, ": exists and is not a folder");
 
   std::vector<TensorToWrite> out;
   // Every weight on the source's list, renamed to the destination's layer prefix, bytes and dtype unchanged.

@@ -30,6 +30,7 @@ TensorList llama_family_tensors(const ModelConfig& c) {
 
 int64_t layer_window(const ConfigReader& r, int64_t num_layers, int64_t layer, int64_t window,
                      bool every_layer_slides, bool window_required) {
+  if (window < 0) fail(r.where(), ": field 'sliding_window' must be positive or null, found ", window);
   const nlohmann::json& types = r.value("layer_types");
   if (types.is_null()) return every_layer_slides ? window : 0;
   if (!types.is_array() || static_cast<int64_t>(types.size()) != num_layers)

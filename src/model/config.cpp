@@ -121,7 +121,9 @@ LayerShape LayerShape::read(const ConfigReader& r) {
   }
   if (l.head_dim <= 0 || l.head_dim % 2 != 0 || l.head_dim > 65536)
     fail(r.where(), ": head_dim must be positive, even and at most 65536, found ", l.head_dim);
-  l.rms_norm_eps = static_cast<float>(r.number("rms_norm_eps"));
+  const double eps = r.number("rms_norm_eps");
+  if (!(eps > 0.0 && eps < 1.0)) fail(r.where(), ": field 'rms_norm_eps' must be in (0, 1), found ", eps);
+  l.rms_norm_eps = static_cast<float>(eps);
   const std::string act = r.text("hidden_act");
   if (act != "silu") fail(r.where(), ": hidden_act '", act, "' is not supported (expected silu)");
   if (r.number("partial_rotary_factor") != 1.0)
@@ -155,6 +157,8 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   const ConfigReader r(j, c.file, arch.keys);
   c.vocab_size = r.size("vocab_size");
   c.num_layers = r.size("num_hidden_layers");
+  if (c.num_layers > kMaxLayers)
+    fail(c.file, ": field 'num_hidden_layers' is ", c.num_layers, "; at most ", kMaxLayers, " layers are supported");
   static_cast<LayerShape&>(c) = LayerShape::read(r);
   c.max_position_embeddings = r.integer("max_position_embeddings");
   if (c.max_position_embeddings <= 0)

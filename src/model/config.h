@@ -29,6 +29,9 @@ struct RopeConfig {
 
 class ConfigReader;
 
+// Far above any published model (Llama-3.1-405B has 126): a bound before per-layer lists are built from the config.
+constexpr int64_t kMaxLayers = 1024;
+
 // What every Llama-family layer config says (the targets' and the EAGLE-3 drafter's): sizes, heads, head_dim
 // (absent: hidden / heads), eps, activation (silu only), RoPE. Read through the caller's declared keys.
 struct LayerShape {

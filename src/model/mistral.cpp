@@ -1,6 +1,5 @@
 // Mistral: transformers MistralConfig / MistralForCausalLM. Llama's block with a sliding window on every layer.
 #include "model/architecture.h"
-#include "util/error.h"
 
 namespace eaglet {
 
@@ -32,7 +31,6 @@ const ConfigKeys kKeys = {
 
 BlockSpec block(const ModelConfig& c, const ConfigReader& r, int64_t layer) {
   const int64_t window = r.is_set("sliding_window") ? r.integer("sliding_window") : 0;
-  if (window < 0) fail(r.where(), ": field 'sliding_window' must be positive or null, found ", window);
   BlockSpec b = c.base_block();
   b.sliding_window = layer_window(r, c.num_layers, layer, window, true, true);
   return b;

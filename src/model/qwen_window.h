@@ -8,7 +8,7 @@ namespace eaglet {
 inline int64_t qwen_layer_window(const ModelConfig& c, const ConfigReader& r, int64_t layer) {
   const bool use = r.flag("use_sliding_window");
   const int64_t window = use && r.is_set("sliding_window") ? r.integer("sliding_window") : 0;
-  const bool slides = window > 0 && layer >= r.integer("max_window_layers");
+  const bool slides = window != 0 && layer >= r.integer("max_window_layers");
   return layer_window(r, c.num_layers, layer, window, slides, false);
 }
 

@@ -26,9 +26,4 @@ SpecSampling SpecOptions::sampling_scheme() const {
   return scheme == "draft-q" ? SpecSampling::DraftQ : SpecSampling::TargetOnly;
 }
 
-std::optional<AuxConvention> SpecOptions::convention() const {
-  if (aux_convention.empty()) return std::nullopt;
-  return parse_aux_convention(aux_convention, "--aux-layer-convention");
-}
-
 }  // namespace eaglet

@@ -1,10 +1,11 @@
 #include "train/dataset.h"
 
 #include <algorithm>
-#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "io/json_util.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -52,14 +53,18 @@ std::vector<ChatMessage> parse_messages(const nlohmann::json& j, const std::stri
 }  // namespace
 
 std::vector<TrainingRow> read_training_rows(const std::string& path, const Tokenizer& tokenizer,
-                                            const std::string& model_dir, const DatasetOptions& options,
-                                            int64_t* empty_rows) {
-  std::ifstream in(path);
-  if (!in) fail(path, ": cannot open");
+                                            const std::string& model_dir, const DatasetOptions& options) {
+  return parse_training_rows(read_file(path), path, tokenizer, model_dir, options);
+}
+
+std::vector<TrainingRow> parse_training_rows(const std::string& text, const std::string& path,
+                                             const Tokenizer& tokenizer, const std::string& model_dir,
+                                             const DatasetOptions& options) {
+  std::istringstream in(text);
   std::vector<TrainingRow> rows;
   std::optional<ChatFormat> format;
   std::string line;
-  int64_t line_no = 0, empty = 0;
+  int64_t line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -71,6 +76,8 @@ std::vector<TrainingRow> read_training_rows(const std::string& path, const Token
       fail(where, ": not valid JSON (", e.what(), ")");
     }
     TrainingRow row;
+    if (j.is_object() && j.contains("text") && j.contains("messages"))
+      fail(where, ": a row holds both 'text' and 'messages'; keep one");
     if (j.is_object() && j.contains("text") && j["text"].is_string()) {
       row.ids = tokenizer.encode(j["text"].get<std::string>(), tokenizer.adds_bos());
       row.loss_mask.assign(row.ids.size(), 1);
@@ -90,11 +97,9 @@ std::vector<TrainingRow> read_training_rows(const std::string& path, const Token
       row.loss_mask.resize(static_cast<size_t>(options.max_length));
     }
     if (row.ids.size() < 2) fail(where, ": the row has ", row.ids.size(), " token(s); a training row needs 2 or more");
-    if (std::find(row.loss_mask.begin(), row.loss_mask.end(), 1) == row.loss_mask.end()) ++empty;
     rows.push_back(std::move(row));
   }
   if (rows.empty()) fail(path, ": no rows");
-  if (empty_rows != nullptr) *empty_rows = empty;
   return rows;
 }
 

@@ -27,10 +27,13 @@ struct DatasetOptions {
   ReplyWriter regenerate;     // set: every assistant turn is replaced by its reply to the turns before it
 };
 
-// Every row of `path`, in order. A malformed line is an Error naming file:line; a row whose mask is all zero is kept
-// (it still gives the drafter context) but counted in `empty_rows` when given.
+// Every row of `text`, the contents of `path` (named in errors), in order. A malformed line is an Error naming
+// file:line; a row whose mask is all zero is kept (it still gives the drafter context).
+std::vector<TrainingRow> parse_training_rows(const std::string& text, const std::string& path,
+                                             const Tokenizer& tokenizer, const std::string& model_dir,
+                                             const DatasetOptions& options);
+// The same for the file at `path`.
 std::vector<TrainingRow> read_training_rows(const std::string& path, const Tokenizer& tokenizer,
-                                            const std::string& model_dir, const DatasetOptions& options,
-                                            int64_t* empty_rows = nullptr);
+                                            const std::string& model_dir, const DatasetOptions& options);
 
 }  // namespace eaglet

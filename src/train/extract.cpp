@@ -82,6 +82,10 @@ void write_shard(Transformer& target, const std::vector<TrainingRow>& rows, size
   const int64_t H = target.config().hidden_size, W = target.aux_width();
   std::vector<int64_t> ids, mask, offsets = {0};
   std::vector<uint16_t> aux, final_hidden;
+  size_t tokens = 0;
+  for (size_t r = begin; r < end; ++r) tokens += rows[r].ids.size();
+  aux.reserve(tokens * static_cast<size_t>(n_aux * H));
+  final_hidden.reserve(tokens * static_cast<size_t>(H));
   for (size_t r = begin; r < end; ++r) {
     const TrainingRow& row = rows[r];
     const int64_t n = static_cast<int64_t>(row.ids.size());
@@ -135,7 +139,10 @@ ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const 
 ExtractSummary run_extract(const ExtractOptions& o) {
   Timer timer;
   ExtractSummary sum;
-  if (o.rows_per_shard < 1) fail("extract: --rows-per-shard must be positive");
+  if (o.rows_per_shard < 1 || o.rows_per_shard > (1 << 20))
+    fail("extract: --rows-per-shard must be in [1, 1048576], found ", o.rows_per_shard);
+  if (fs::exists(o.out_dir) && !fs::is_directory(o.out_dir))
+    fail(o.out_dir, ": exists and is not a folder (--out names the folder the shards go to)");
   const Tokenizer tokenizer = Tokenizer::load(o.model_dir);
   auto target = Transformer::load(o.model_dir);
   check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
@@ -149,7 +156,8 @@ ExtractSummary run_extract(const ExtractOptions& o) {
 
   DatasetOptions dataset{o.max_length, {}};
   if (o.regenerate) dataset.regenerate = reply_writer(*target, tokenizer, o);
-  std::vector<TrainingRow> rows = read_training_rows(o.data_file, tokenizer, o.model_dir, dataset);
+  const std::string data = read_file(o.data_file);  // read once: parsed here, hashed for the manifest
+  std::vector<TrainingRow> rows = parse_training_rows(data, o.data_file, tokenizer, o.model_dir, dataset);
   target->set_aux_layers(capture);  // sorted: the final state comes last
   const int64_t n_aux = static_cast<int64_t>(aux.size());
   apply_budget(rows, o.max_tokens);
@@ -166,7 +174,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
       {"target", fs::absolute(o.model_dir).lexically_normal().string()},
       {"target_model_type", c.model_type}, {"target_hidden_size", c.hidden_size}, {"target_vocab_size", c.vocab_size},
       {"target_num_layers", c.num_layers}, {"data", fs::absolute(o.data_file).lexically_normal().string()},
-      {"data_fnv1a64", std::to_string(fnv1a(read_file(o.data_file)))}, {"aux_layers", sorted_aux},
+      {"data_fnv1a64", std::to_string(fnv1a(data))}, {"aux_layers", sorted_aux},
       {"aux_layer_convention", "input (HF hidden_states[i], the residual stream entering layer i)"},
       {"final_hidden", "pre-norm (hidden_states[num_layers])"}, {"max_tokens", o.max_tokens},
       {"max_length", o.max_length}, {"rows_per_shard", o.rows_per_shard},

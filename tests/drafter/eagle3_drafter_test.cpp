@@ -20,6 +20,7 @@
 namespace eaglet {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string drafters_dir() { return test::fixtures_dir() + "/drafters"; }
@@ -139,6 +140,20 @@ TEST(BadInputDrafter, HugeAuxIdsAreRefused) {
     EXPECT_THAT(test::error_of([&] { Eagle3Drafter::load(dir, *target, {.aux_convention = AuxConvention::Output}); }),
                 HasSubstr("eagle_aux_hidden_state_layer_ids"))
         << id;
+  }
+}
+
+// Objects of the wrong type are errors, never skipped as if absent.
+TEST(BadInputDrafter, WrongTypedSectionsAreRefused) {
+  auto target = Transformer::load(test::fixtures_dir() + "/tiny/llama_fp32");
+  for (const auto& [base, key] : {std::pair{"specforge", "eagle_config"}, {"speculators", "speculators_config"}}) {
+    const std::string dir = test::temp_dir(std::string("wrong_type_") + key);
+    std::filesystem::copy(drafters_dir() + "/" + base, dir, std::filesystem::copy_options::recursive);
+    auto config = read_json_file(dir + "/config.json");
+    config[key] = "yes";
+    test::write_file(dir + "/config.json", config.dump());
+    EXPECT_THAT(test::error_of([&] { Eagle3Drafter::load(dir, *target, {}); }),
+                AllOf(HasSubstr(dir), HasSubstr(std::string("'") + key + "' must be an object")));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "io/json_util.h"
@@ -74,6 +75,20 @@ TEST(DrafterExport, BothLayoutsLoadBackAndComputeTheSame) {
     }
   }
   EXPECT_EQ(exported, 11);
+
+  // speculators records the verifier's architectures as the target names them.
+  const std::string target_dir = test::temp_dir("export_verifier_target");
+  std::filesystem::copy(test::fixtures_dir() + "/tiny/llama_fp32", target_dir,
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+  auto target_config = read_json_file(target_dir + "/config.json");
+  target_config["architectures"] = {"MyLlamaForCausalLM"};
+  test::write_file(target_dir + "/config.json", target_config.dump());
+  auto target = Transformer::load(target_dir);
+  auto drafter = Eagle3Drafter::load(drafters() + "/eagle_official", *target, {});
+  const std::string out = test::temp_dir("export_verifier");
+  export_drafter(*drafter, *target, DrafterFormat::Speculators, out);
+  EXPECT_EQ(read_json_file(out + "/config.json")["speculators_config"]["verifier"]["architectures"],
+            nlohmann::json::array({"MyLlamaForCausalLM"}));
   // Not computable by SGLang: speculators, speculators_2layer, exact_echo, exact_echo_eagle, exact_smallvocab
   // (norm_before_residual, or two layers).
   EXPECT_EQ(refused, 5);

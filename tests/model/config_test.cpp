@@ -172,6 +172,9 @@ TEST(BadInputConfig, EachMistakeIsNamed) {
       {"huge_head_dim", [](json& j) { j["head_dim"] = int64_t{1} << 62; }, {"head_dim", "at most 65536"}},
       {"max_position_zero", [](json& j) { j["max_position_embeddings"] = 0; }, {"'max_position_embeddings'"}},
       {"max_position_negative", [](json& j) { j["max_position_embeddings"] = -5; }, {"'max_position_embeddings'"}},
+      {"negative_window", [](json& j) { j["sliding_window"] = -4; }, {"'sliding_window'", "-4"}},
+      {"zero_eps", [](json& j) { j["rms_norm_eps"] = 0; }, {"'rms_norm_eps'"}},
+      {"too_many_layers", [](json& j) { j["num_hidden_layers"] = 100000; }, {"'num_hidden_layers'", "at most 1024"}},
   };
   for (const auto& c : cases) {
     const std::string dir = edited_model(c.name, c.edit);

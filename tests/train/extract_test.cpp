@@ -195,6 +195,16 @@ TEST(BadInputExtract, MalformedRowsAreNamed) {
   test::write_file(dir + "/bad2.jsonl", "{\"messages\": [{\"role\": \"user\"}]}\n");
   EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("qwen3_fp32"), dir + "/bad2.jsonl", dir + "/o2")); }),
               AllOf(HasSubstr("bad2.jsonl:1"), HasSubstr("'content'")));
+  test::write_file(dir + "/both.jsonl", "{\"text\": \"x y\", \"messages\": []}\n");
+  EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("llama_fp32"), dir + "/both.jsonl", dir + "/o4")); }),
+              AllOf(HasSubstr("both.jsonl:1"), HasSubstr("both 'text' and 'messages'")));
+  EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("llama_fp32"), dir, dir + "/o5")); }),
+              HasSubstr("is a directory"));
+  ExtractOptions o = options(tiny("llama_fp32"), dir + "/both.jsonl", dir + "/both.jsonl");
+  EXPECT_THAT(test::error_of([&] { run_extract(o); }), HasSubstr("is not a folder"));
+  o.out_dir = dir + "/o6";
+  o.rows_per_shard = int64_t{1} << 62;
+  EXPECT_THAT(test::error_of([&] { run_extract(o); }), HasSubstr("--rows-per-shard"));
   test::write_file(dir + "/bad3.jsonl", "{\"text\": \"x\"\n");
   EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("llama_fp32"), dir + "/bad3.jsonl", dir + "/o3")); }),
               AllOf(HasSubstr("bad3.jsonl:1"), HasSubstr("not valid JSON")));
