@@ -16,7 +16,6 @@
 #include "speculative/loop.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
-#include "util/int_list.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
 
@@ -72,11 +71,7 @@ int run_speculative(const BenchArgs& a) {
   std::vector<DraftParams> settings;  // parsed first: a bad one fails before any model is loaded
   if (a.spec_setting_given) settings.push_back(a.spec.draft_params());
   for (const std::string& s : a.spec_setting_given ? std::vector<std::string>{} : a.settings) {
-    const auto v = parse_int_list(s, "--setting");
-    if (v.size() != 3 || v[0] < 1 || v[0] > 64 || v[1] < 1 || v[1] > 64 || v[2] < 2 || v[2] > 1024)
-      fail("--setting '", s, "': expected steps,topk,draft_tokens with steps and topk in [1, 64] and draft tokens in "
-           "[2, 1024] (as generate's flags)");
-    settings.push_back(DraftParams{v[0], v[1], v[2]}.resolved());
+    settings.push_back(parse_draft_setting(s, "--setting"));
   }
   std::string target_dir = a.model, drafter_dir = a.spec.drafter;
   if (a.echo_pair) {

@@ -6,9 +6,11 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "train-draft") return eaglet::cli::exec_sibling("eaglet-train-draft", argc, argv);
   CLI::App app{"eaglet: run Hugging Face LLMs on CPU, with EAGLE-3 speculative decoding"};
   app.require_subcommand(1);
   std::map<CLI::App*, eaglet::cli::Command> commands;
@@ -32,7 +34,7 @@ int main(int argc, char** argv) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
     }
     if (!known) {
-      std::cerr << "eaglet: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+      std::cerr << "eaglet: unknown command '" << argv[1] << "' (commands: " << names << ", train-draft)\n";
       return 2;
     }
   }
@@ -42,18 +44,9 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  try {
+  return eaglet::cli::run_reporting_errors([&] {
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
     return 2;
-  } catch (const eaglet::Error& e) {
-    std::cerr << "eaglet: error: " << e.what() << "\n";
-    return 1;
-  } catch (const std::bad_alloc&) {
-    std::cerr << "eaglet: error: out of memory (a context, batch or model too large for this machine)\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "eaglet: internal error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

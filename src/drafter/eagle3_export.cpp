@@ -39,8 +39,10 @@ json layer_fields(const DrafterConfig& c, const ModelConfig& t) {
 
 const char* dtype_word(DType d) { return d == DType::BF16 ? "bfloat16" : d == DType::F16 ? "float16" : "float32"; }
 
-json sglang_config(const Eagle3Drafter& d, const ModelConfig& t, DType dtype) {
-  const DrafterConfig& c = d.config();
+}  // namespace
+
+json sglang_drafter_config(const DrafterConfig& c, const std::vector<int>& aux_layers, const ModelConfig& t,
+                           DType dtype) {
   const auto refuse = [&](const char* what) {
     fail(c.file, ": ", what, ": SGLang's LlamaForCausalLMEagle3 would compute this drafter differently; export it "
                             "with --format speculators (vLLM)");
@@ -50,7 +52,7 @@ json sglang_config(const Eagle3Drafter& d, const ModelConfig& t, DType dtype) {
   if (c.norm_before_fc) refuse("norm_before_fc is true (input_norm before fc)");
   if (c.num_layers != 1) refuse("it has more than one decoder layer");
   std::vector<int> ids;
-  for (int id : d.aux_layers()) {
+  for (int id : aux_layers) {
     if (id == 0) refuse("aux layer 0 (the embeddings) has no output-of-layer id");
     ids.push_back(id - 1);  // SGLang adds 1: id i means the output of layer i
   }
@@ -63,6 +65,8 @@ json sglang_config(const Eagle3Drafter& d, const ModelConfig& t, DType dtype) {
   j["torch_dtype"] = dtype_word(dtype);
   return j;
 }
+
+namespace {
 
 // As the target's config.json names them (speculators records its verifier so).
 json verifier_architectures(const ModelConfig& t) {
@@ -147,7 +151,7 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
   out.push_back({"t2d", DType::BOOL, {t.vocab_size}, t2d.data()});
 
   const json config =
-      format == DrafterFormat::Sglang ? sglang_config(d, t, fc.dtype) : speculators_config(d, t, fc.dtype);
+      format == DrafterFormat::Sglang ? sglang_drafter_config(c, d.aux_layers(), t, fc.dtype) : speculators_config(d, t, fc.dtype);
   fs::create_directories(out_dir);
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), out,
                     {{"format", "pt"}, {"eaglet_source", src.source()}});

@@ -61,6 +61,7 @@ class Transformer {
   // Weights, for the drafter that shares the target's embedding and head.
   const TensorView& embed_tokens() const { return *embed_; }
   const WeightMatrix& lm_head() const { return lm_head_; }
+  const std::vector<float>& final_norm() const { return final_norm_; }
   void embed(int32_t token, float* out) const;
 
  private:

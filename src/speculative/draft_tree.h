@@ -29,6 +29,11 @@ struct DraftParams {
   DraftParams resolved(std::string* note = nullptr) const;
 };
 
+// "steps,topk,draft_tokens" (bench --setting, train-draft --eval-settings), resolved; out of range is an Error
+// naming `what`.
+DraftParams parse_draft_setting(const std::string& text, const std::string& what);
+std::string draft_setting_name(const DraftParams& p);  // "5,4,8"
+
 struct DraftNode {
   int32_t token = 0;   // target-vocabulary id
   int parent = -1;     // index of the parent node; -1 for the root

@@ -1,0 +1,61 @@
+// eaglet-train-draft (run as `eaglet train-draft`): trains an EAGLE-3 drafter with libtorch (train/torch/trainer.h).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/common.h"
+#include "train/torch/trainer.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"eaglet train-draft: train an EAGLE-3 drafter on the features `eaglet extract` wrote"};
+  app.name("eaglet train-draft");
+  eaglet::TrainOptions o;
+  std::vector<std::string> settings;
+  app.add_option("--target,-m", o.target_dir, "Target model folder (the one the data was extracted with)")->required();
+  app.add_option("--data", o.data_dir, "Folder written by eaglet extract")->required();
+  app.add_option("--out", o.out_dir, "Output folder: the kept drafter (SGLang layout) and train-state/")->required();
+  app.add_option("--steps", o.steps, "Optimizer steps (0: --epochs passes)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--epochs", o.epochs, "Passes over the training sequences when --steps is 0")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--batch", o.batch, "Sequences per step")->check(CLI::Range(1, 4096));
+  app.add_option("--max-length", o.max_length, "Tokens per training sequence")->check(CLI::Range(int64_t{4}, int64_t{1} << 20));
+  app.add_option("--ttt-steps", o.ttt_steps, "Unrolled training-time-test steps")->check(CLI::Range(1, 32));
+  app.add_option("--decay", o.decay, "Loss weight decay per TTT step")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--lr", o.lr, "Peak learning rate (AdamW, warmup then cosine)")->check(CLI::Range(0.0, 10.0));
+  app.add_option("--warmup", o.warmup, "Warmup, as a fraction of the steps")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--min-lr", o.min_lr, "Final learning rate, as a fraction of --lr")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--weight-decay", o.weight_decay, "AdamW weight decay")->check(CLI::Range(0.0, 10.0));
+  app.add_option("--clip", o.clip, "Gradient-norm clipping")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--seed", o.seed, "Seed of the initialisation and the data order");
+  app.add_option("--holdout", o.holdout, "Share of sequences held out for evaluation")->check(CLI::Range(0.001, 0.5));
+  app.add_option("--log-every", o.log_every, "Log a training line every N steps")->check(CLI::Range(1, 1 << 30));
+  app.add_option("--eval-every", o.eval_every, "Evaluate (held-out acc_k, served accept len) every N steps; 0: at the end")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--save-every", o.save_every, "Checkpoint train-state/ every N steps")->check(CLI::Range(1, 1 << 30));
+  app.add_option("--eval-prompts", o.eval_prompts, "Held-out prompts decoded for served accept len")->check(CLI::Range(1, 100000));
+  app.add_option("--eval-prompt-tokens", o.eval_prompt_tokens, "Tokens of each held-out prompt")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--eval-max-tokens", o.eval_max_tokens, "Tokens generated per prompt")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--eval-settings", settings, "Settings steps,topk,tokens measured (default 4,1,5 5,4,8); the last selects")
+      ->delimiter(' ');
+  app.add_option("--check-tolerance", o.check_tolerance, "One-network check: largest relative logit difference")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--resume", o.resume, "Continue from OUT/train-state/");
+  app.add_option("-t,--threads", o.threads, "Threads (0: all cores)")->check(CLI::Range(0, 4096));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return eaglet::cli::run_reporting_errors([&] {
+    if (!settings.empty()) {
+      o.eval_settings.clear();
+      for (const std::string& s : settings) o.eval_settings.push_back(eaglet::parse_draft_setting(s, "--eval-settings"));
+      o.select_setting = o.eval_settings.size() - 1;
+    }
+    const eaglet::TrainSummary s = eaglet::run_train_draft(o);
+    std::fprintf(stderr,
+                 "train-draft: %lld steps, %lld tokens in %.1f s (%.0f training tok/s); kept step %lld, served accept "
+                 "len %.2f, in %s\n",
+                 static_cast<long long>(s.steps), static_cast<long long>(s.tokens), s.seconds, s.tokens_per_second,
+                 static_cast<long long>(s.best_step), s.best_accept_len, o.out_dir.c_str());
+    return 0;
+  });
+}

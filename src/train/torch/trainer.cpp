@@ -1,0 +1,397 @@
+#include "train/torch/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <random>
+
+#include "drafter/eagle3_drafter.h"
+#include "drafter/eagle3_export.h"
+#include "io/json_util.h"
+#include "io/safetensors.h"
+#include "kernels/dtype.h"
+#include "model/block.h"
+#include "model/transformer.h"
+#include "train/served_eval.h"
+#include "train/shards.h"
+#include "train/torch/draft_net.h"
+#include "train/torch/ttt.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace eaglet {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+torch::Tensor matrix_f32(const WeightMatrix& w) {
+  TensorView view{"", w.dtype, {w.rows, w.cols}, static_cast<const std::byte*>(w.data),
+                  static_cast<size_t>(w.rows * w.cols) * dtype_size(w.dtype), ""};
+  if (w.row_stride() != w.cols) fail("train-draft: a strided lm_head is not supported");
+  return torch::tensor(to_f32(&view), torch::kFloat32).reshape({w.rows, w.cols});
+}
+
+torch::Tensor view_f32(const TensorView& v) { return torch::tensor(to_f32(&v), torch::kFloat32).reshape(v.shape); }
+
+}  // namespace
+
+void write_new_drafter_config(const std::string& dir, const ModelConfig& t, const std::vector<int>& aux,
+                              int64_t draft_vocab) {
+  DrafterConfig c;
+  static_cast<LayerShape&>(c) = static_cast<const LayerShape&>(t);
+  c.num_layers = 1;
+  c.vocab_size = t.vocab_size;
+  c.draft_vocab_size = draft_vocab;
+  c.target_hidden_size = t.hidden_size;
+  fs::create_directories(dir);
+  std::ofstream(fs::path(dir) / "config.json") << sglang_drafter_config(c, aux, t, DType::BF16).dump(2) << "\n";
+}
+
+namespace {
+
+// model.safetensors of the net (bf16) with the vocabulary maps, beside its config.json.
+void write_weights(const std::string& dir, const DraftNet& net, const ExtractedData& data) {
+  std::vector<std::vector<uint16_t>> bytes;
+  std::vector<TensorToWrite> out;
+  for (const auto& [name, t] : net.params()) {
+    const torch::Tensor c = t.detach().contiguous();
+    std::vector<uint16_t> b(static_cast<size_t>(c.numel()));
+    const float* p = c.data_ptr<float>();
+    for (size_t i = 0; i < b.size(); ++i) b[i] = f32_to_bf16(p[i]);
+    bytes.push_back(std::move(b));
+    out.push_back({name, DType::BF16, c.sizes().vec(), bytes.back().data()});
+  }
+  out.push_back({"d2t", DType::I64, {static_cast<int64_t>(data.d2t().size())}, data.d2t().data()});
+  out.push_back({"t2d", DType::BOOL, {static_cast<int64_t>(data.t2d().size())}, data.t2d().data()});
+  write_safetensors((fs::path(dir) / "model.safetensors").string(), out, {{"format", "pt"}, {"eaglet", "train-draft"}});
+}
+
+// The order of training sequences: a fresh shuffle per epoch from the seed, so step s always sees the same batch
+// (a resumed run repeats and skips nothing).
+class Order {
+ public:
+  Order(size_t n, uint64_t seed) : n_(n), seed_(seed) {}
+  size_t at(uint64_t i) {
+    const uint64_t epoch = i / n_;
+    if (epoch != epoch_ || perm_.empty()) {
+      perm_.resize(n_);
+      for (size_t k = 0; k < n_; ++k) perm_[k] = k;
+      std::mt19937_64 rng(seed_ * 1000003ull + epoch);
+      for (size_t k = n_; k > 1; --k) std::swap(perm_[k - 1], perm_[rng() % k]);  // Fisher-Yates, portable
+      epoch_ = epoch;
+    }
+    return perm_[i % n_];
+  }
+
+ private:
+  size_t n_;
+  uint64_t seed_, epoch_ = 0;
+  std::vector<size_t> perm_;
+};
+
+struct HeldOut {
+  std::vector<double> loss, acc;
+};
+
+HeldOut evaluate(const DraftNet& net, const ExtractedData& data, const Teacher& teacher, const std::vector<SequenceRef>& held, int steps,
+                 double decay, int batch) {
+  torch::NoGradGuard no_grad;
+  HeldOut h{std::vector<double>(static_cast<size_t>(steps), 0.0), std::vector<double>(static_cast<size_t>(steps), 0.0)};
+  std::vector<int64_t> counts(static_cast<size_t>(steps), 0);
+  for (size_t i = 0; i < held.size(); i += static_cast<size_t>(batch)) {
+    const std::vector<SequenceRef> seqs(held.begin() + static_cast<long>(i),
+                                        held.begin() + static_cast<long>(std::min(held.size(), i + static_cast<size_t>(batch))));
+    const TttResult r = ttt_loss(net, make_ttt_batch(data, teacher, seqs), steps, decay);
+    for (size_t k = 0; k < static_cast<size_t>(steps); ++k) {
+      h.loss[k] += r.step_loss[k] * static_cast<double>(r.step_count[k]);
+      h.acc[k] += r.step_acc[k] * static_cast<double>(r.step_count[k]);
+      counts[k] += r.step_count[k];
+    }
+  }
+  for (size_t k = 0; k < static_cast<size_t>(steps); ++k) {
+    h.loss[k] /= static_cast<double>(std::max<int64_t>(counts[k], 1));
+    h.acc[k] /= static_cast<double>(std::max<int64_t>(counts[k], 1));
+  }
+  return h;
+}
+
+// One network: the exported weights, loaded by the serving loader and run by the serving forward, against the
+// libtorch net with the same (bf16) weights, on step 0 of a held-out sequence and one drafted step after it.
+// Returns max |difference| / (1 + max |logit|).
+double check_one_network(const DraftNet& net, const std::string& dir, Transformer& target, const ExtractedData& data,
+                         const SequenceRef& seq) {
+  torch::NoGradGuard no_grad;
+  DraftNet rounded = net;
+  for (auto& [name, t] : rounded.params()) t = t.detach().to(torch::kBFloat16).to(torch::kFloat32);
+  const int64_t n = std::min<int64_t>(32, seq.length - 2), W = static_cast<int64_t>(data.aux_layers().size()) * data.hidden_size();
+  if (n < 1) fail("train-draft: the held-out sequence for the one-network check is too short");
+  std::vector<int64_t> ids(static_cast<size_t>(n + 2));
+  std::vector<float> aux(static_cast<size_t>((n + 2) * W));
+  data.read(seq, 0, n + 2, ids.data(), nullptr, aux.data(), nullptr);
+
+  auto served = Eagle3Drafter::load(dir, target, {});
+  KVCache cache = served->make_cache(n + 1);
+  std::vector<int32_t> tokens, positions;
+  for (int64_t t = 0; t < n; ++t) {
+    tokens.push_back(static_cast<int32_t>(ids[static_cast<size_t>(t + 1)]));
+    positions.push_back(static_cast<int32_t>(t));
+  }
+  served->forward(cache, tokens, aux.data(), Eagle3Drafter::Input::TargetAux, positions, {}, true);
+  cache.commit_all();
+  const int64_t Vd = served->config().draft_vocab_size, H = served->config().hidden_size;
+  std::vector<float> served_logits(static_cast<size_t>(n * Vd));
+  std::copy(served->logits_row(0), served->logits_row(0) + n * Vd, served_logits.begin());
+  const std::vector<float> last_hidden(served->h_next_row(n - 1), served->h_next_row(n - 1) + H);
+  const int32_t next = static_cast<int32_t>(ids[static_cast<size_t>(n + 1)]), next_pos = static_cast<int32_t>(n);
+  served->forward(cache, {&next, 1}, last_hidden.data(), Eagle3Drafter::Input::OwnHidden, {&next_pos, 1}, {}, true);
+  const std::vector<float> served_step1(served->logits_row(0), served->logits_row(0) + Vd);
+
+  std::vector<DraftNet::StepKV> kv;
+  const torch::Tensor ids_t = torch::tensor(ids, torch::kInt64).unsqueeze(0);
+  const torch::Tensor aux_t = torch::tensor(aux, torch::kFloat32).reshape({1, n + 2, W}).narrow(1, 0, n);
+  const torch::Tensor h0 = rounded.step(ids_t.narrow(1, 1, n), rounded.fuse(aux_t), 0, kv);
+  const torch::Tensor h1 = rounded.step(ids_t.narrow(1, 2, n), h0, 1, kv);
+  const torch::Tensor mine0 = rounded.logits(h0).reshape({n, Vd});
+  const torch::Tensor mine1 = rounded.logits(h1)[0][n - 1];
+  const torch::Tensor theirs0 = torch::tensor(served_logits, torch::kFloat32).reshape({n, Vd});
+  const torch::Tensor theirs1 = torch::tensor(served_step1, torch::kFloat32);
+  const double diff = std::max((mine0 - theirs0).abs().max().item<double>(), (mine1 - theirs1).abs().max().item<double>());
+  const double scale = 1.0 + std::max(mine0.abs().max().item<double>(), mine1.abs().max().item<double>());
+  return diff / scale;
+}
+
+std::string fmt_list(const std::vector<double>& v) {
+  std::string s;
+  char buf[16];
+  for (double x : v) {
+    std::snprintf(buf, sizeof buf, "%s%.3f", s.empty() ? "" : " ", x);
+    s += buf;
+  }
+  return s;
+}
+
+void replace_dir(const fs::path& tmp, const fs::path& dest) {
+  const fs::path old = dest.string() + ".old";
+  fs::remove_all(old);
+  if (fs::exists(dest)) fs::rename(dest, old);
+  fs::rename(tmp, dest);
+  fs::remove_all(old);
+}
+
+}  // namespace
+
+TrainSummary run_train_draft(const TrainOptions& o) {
+  Timer timer;
+  set_num_threads(o.threads);
+  torch::set_num_threads(thread_pool().size());
+  if (o.ttt_steps < 1 || o.ttt_steps > 32) fail("train-draft: --ttt-steps must be in [1, 32], found ", o.ttt_steps);
+  if (o.batch < 1 || o.max_length < 4) fail("train-draft: --batch must be >= 1 and --max-length >= 4");
+  if (o.select_setting >= o.eval_settings.size()) fail("train-draft: no evaluation setting to select by");
+  const ExtractedData data = ExtractedData::open(o.data_dir);
+  auto target = Transformer::load(o.target_dir);
+  const ModelConfig& tc = target->config();
+  const json& s = data.settings();
+  const std::string manifest = (fs::path(o.data_dir) / "manifest.json").string();
+  if (data.hidden_size() != tc.hidden_size || data.vocab_size() != tc.vocab_size ||
+      json_int(s, manifest, "target_num_layers", -1) != tc.num_layers)
+    fail(manifest, ": extracted from another target (hidden ", data.hidden_size(), ", vocabulary ", data.vocab_size(),
+         ", ", json_int(s, manifest, "target_num_layers", -1), " layers) than ", tc.dir, " (", tc.hidden_size, ", ",
+         tc.vocab_size, ", ", tc.num_layers, "); extract again with -m ", tc.dir);
+  for (int a : data.aux_layers())
+    if (a < 1 || a >= tc.num_layers)
+      fail(manifest, ": aux layer ", a, " cannot be served (SGLang's ids name a layer's output: use ids in [1, ",
+           tc.num_layers - 1, "])");
+
+  // Sequences: every k-th held out (acc_k, served prompts, the one-network check), the rest trained.
+  const std::vector<SequenceRef> all = data.sequences(o.max_length);
+  std::vector<SequenceRef> train, held;
+  const size_t every = std::min(all.size(), static_cast<size_t>(std::max(2.0, std::round(1.0 / o.holdout))));
+  for (size_t i = 0; i < all.size(); ++i) (every > 0 && i % every == every - 1 ? held : train).push_back(all[i]);
+  if (train.empty() || held.empty())
+    fail(o.data_dir, ": ", all.size(), " sequences are too few to train on and hold out (", train.size(), " / ",
+         held.size(), "); extract more rows or change --holdout");
+  int64_t train_tokens = 0;
+  for (const SequenceRef& q : train) train_tokens += q.length;
+  const int64_t steps = o.steps > 0 ? o.steps
+                                    : std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
+                                                               o.epochs * static_cast<double>(train.size()) / o.batch)));
+
+  const fs::path out(o.out_dir), candidate = out / ".candidate", state_dir = out / "train-state";
+  if (fs::exists(out) && !fs::is_directory(out)) fail(o.out_dir, ": exists and is not a folder");
+  std::vector<int32_t> draft_ids;
+  for (size_t i = 0; i < data.d2t().size(); ++i) draft_ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + data.d2t()[i]));
+  const int64_t Vd = static_cast<int64_t>(draft_ids.size());
+  fs::remove_all(candidate);
+  write_new_drafter_config(candidate.string(), tc, data.aux_layers(), Vd);
+  const DrafterConfig config = DrafterConfig::load(candidate.string());  // the server's reading of what we write
+
+  DraftNet net(config, static_cast<int64_t>(data.aux_layers().size()), view_f32(target->embed_tokens()));
+  const torch::Tensor target_head = matrix_f32(target->lm_head());
+  const Teacher teacher(torch::tensor(target->final_norm(), torch::kFloat32), tc.rms_norm_eps, target_head, draft_ids);
+    init_draft_net(net, target_head, draft_ids, o.seed);
+
+  torch::optim::AdamW optimizer(net.param_list(),
+                                torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));
+  int64_t step = 0;
+  TrainSummary sum;
+  json best_record = nullptr;
+  if (o.resume) {
+    if (!fs::exists(state_dir / "state.json"))
+      fail((state_dir / "state.json").string(), ": no checkpoint to resume (run without --resume to start)");
+    const json st = read_json_file((state_dir / "state.json").string());
+    if (st.value("data", "") != fs::absolute(o.data_dir).lexically_normal().string() || st.value("seed", 0ull) != o.seed ||
+        st.value("batch", 0) != o.batch || st.value("max_length", 0ll) != o.max_length)
+      fail((state_dir / "state.json").string(), ": the checkpoint was trained with other data, seed, batch or "
+                                                "max length; resume with the same flags or start a new --out");
+    std::vector<torch::Tensor> saved;
+    torch::load(saved, (state_dir / "params.pt").string());
+    std::vector<torch::Tensor> mine = net.param_list();
+    if (saved.size() != mine.size()) fail((state_dir / "params.pt").string(), ": holds another drafter's weights");
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(saved[i]);
+    torch::load(optimizer, (state_dir / "optimizer.pt").string());
+    step = st.value("step", 0ll);
+    sum.best_accept_len = st.value("best_accept_len", 0.0);
+    sum.best_step = st.value("best_step", -1ll);
+    sum.tokens = st.value("tokens", 0ll);
+    best_record = st.value("best_record", json(nullptr));
+    std::fprintf(stderr, "train-draft: resumed at step %lld of %lld from %s\n", static_cast<long long>(step),
+                 static_cast<long long>(steps), state_dir.c_str());
+  }
+
+  std::fprintf(stderr,
+               "train-draft: %zu training sequences (%lld tokens), %zu held out; %lld steps of %d x <= %lld tokens, "
+               "TTT %d steps, lr %g; draft vocabulary %lld, aux layers",
+               train.size(), static_cast<long long>(train_tokens), held.size(), static_cast<long long>(steps), o.batch,
+               static_cast<long long>(o.max_length), o.ttt_steps, o.lr, static_cast<long long>(Vd));
+  for (int a : data.aux_layers()) std::fprintf(stderr, " %d", a);
+  std::fprintf(stderr, " (HF hidden_states ids)\n");
+
+  write_weights(candidate.string(), net, data);
+  sum.check_error = check_one_network(net, candidate.string(), *target, data, held[0]);
+  std::fprintf(stderr, "train-draft: one network: served drafter vs libtorch drafter, max |dlogit| / (1 + max |logit|) "
+               "= %.2e (tolerance %.2e)\n", sum.check_error, o.check_tolerance);
+  if (!(sum.check_error <= o.check_tolerance))
+    fail("train-draft: the served drafter computes something else than the trained one (relative logit difference ",
+         sum.check_error, " > ", o.check_tolerance, "): a contract between trainer and server is broken");
+
+  // Served prompts: the first tokens of held-out sequences, continued by the target.
+  std::vector<std::vector<int32_t>> prompts;
+  for (const SequenceRef& q : held) {
+    if (static_cast<int>(prompts.size()) >= o.eval_prompts) break;
+    if (q.length < o.eval_prompt_tokens) continue;
+    std::vector<int64_t> ids(static_cast<size_t>(o.eval_prompt_tokens));
+    data.read(q, 0, o.eval_prompt_tokens, ids.data(), nullptr, nullptr, nullptr);
+    prompts.emplace_back(ids.begin(), ids.end());
+  }
+  if (prompts.empty()) {
+    std::vector<int64_t> ids(static_cast<size_t>(held[0].length));
+    data.read(held[0], 0, held[0].length, ids.data(), nullptr, nullptr, nullptr);
+    prompts.emplace_back(ids.begin(), ids.end());
+  }
+
+  // Held-out acc_k and served accept len of the current weights; the best by served accept len is kept in OUT.
+  const auto evaluate_and_keep = [&](int64_t at) {
+    const HeldOut h = evaluate(net, data, teacher, held, o.ttt_steps, o.decay, o.batch);
+    write_weights(candidate.string(), net, data);
+    const std::vector<ServedAcceptance> served =
+        measure_served_acceptance(*target, candidate.string(), prompts, o.eval_settings, o.eval_max_tokens);
+    json record = {{"format", "eaglet-training/1"}, {"step", at}, {"steps", steps}, {"acc", h.acc}, {"loss", h.loss},
+                   {"ttt_steps", o.ttt_steps}, {"data", fs::absolute(o.data_dir).lexically_normal().string()},
+                   {"held_out_sequences", held.size()}, {"served_prompts", prompts.size()},
+                   {"target", {{"dir", tc.dir}, {"model_type", tc.model_type}, {"hidden_size", tc.hidden_size},
+                               {"num_hidden_layers", tc.num_layers}, {"vocab_size", tc.vocab_size}}}};
+    std::string line;
+    for (const ServedAcceptance& a : served) {
+      record["served"].push_back({{"setting", draft_setting_name(a.setting)}, {"accept_len", a.accept_len},
+                                  {"per_depth", a.per_depth}, {"identical_to_plain", a.identical}});
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%s%s %.2f", line.empty() ? "" : ", ", draft_setting_name(a.setting).c_str(), a.accept_len);
+      line += buf;
+      if (!a.identical)
+        fail("train-draft: speculative output differs from the target's alone with ", candidate.string(),
+             " (setting ", draft_setting_name(a.setting), "): a lossless-decoding bug, please report it");
+    }
+    const double accept = served[o.select_setting].accept_len;
+    const bool better = accept > sum.best_accept_len || sum.best_step < 0;
+    std::fprintf(stderr, "eval step %lld: held-out acc %s | served accept len %s%s\n", static_cast<long long>(at),
+                 fmt_list(h.acc).c_str(), line.c_str(), better ? " (best: kept)" : "");
+    std::ofstream(candidate / "eaglet_training.json") << record.dump(2) << "\n";
+    if (better) {
+      sum.best_accept_len = accept;
+      sum.best_step = at;
+      best_record = record;
+      for (const char* f : {"config.json", "model.safetensors", "eaglet_training.json"}) {
+        fs::copy_file(candidate / f, candidate / (std::string(f) + ".tmp"), fs::copy_options::overwrite_existing);
+        fs::rename(candidate / (std::string(f) + ".tmp"), out / f);
+      }
+    }
+  };
+  const auto save_state = [&]() {
+    const fs::path tmp = out / "train-state.tmp";
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    torch::save(net.param_list(), (tmp / "params.pt").string());
+    torch::save(optimizer, (tmp / "optimizer.pt").string());
+    const json st = {{"step", step}, {"steps", steps}, {"seed", o.seed}, {"batch", o.batch},
+                     {"max_length", o.max_length}, {"tokens", sum.tokens},
+                     {"data", fs::absolute(o.data_dir).lexically_normal().string()},
+                     {"best_accept_len", sum.best_accept_len}, {"best_step", sum.best_step}, {"best_record", best_record}};
+    std::ofstream(tmp / "state.json") << st.dump(2) << "\n";
+    replace_dir(tmp, state_dir);
+  };
+
+  // Tests simulate a kill at any moment: the process ends here as SIGKILL would end it, nothing flushed or saved.
+  const char* kill_at = std::getenv("EAGLET_TRAIN_KILL_AT_STEP");
+  Order order(train.size(), o.seed);
+  Timer run_timer;
+  int64_t run_tokens = 0;
+  const int64_t warmup = static_cast<int64_t>(o.warmup * static_cast<double>(steps));
+  for (; step < steps;) {
+    const double lr = step < warmup ? o.lr * static_cast<double>(step + 1) / static_cast<double>(warmup)
+                                    : o.lr * (o.min_lr + (1 - o.min_lr) * 0.5 *
+                                                             (1 + std::cos(std::numbers::pi * static_cast<double>(step - warmup) /
+                                                                           static_cast<double>(std::max<int64_t>(1, steps - warmup)))));
+    for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    std::vector<SequenceRef> seqs;
+    for (int i = 0; i < o.batch; ++i) seqs.push_back(train[order.at(static_cast<uint64_t>(step) * o.batch + i)]);
+    const TttBatch batch = make_ttt_batch(data, teacher, seqs);
+    optimizer.zero_grad();
+    const TttResult r = ttt_loss(net, batch, o.ttt_steps, o.decay);
+    r.loss.backward();
+    torch::nn::utils::clip_grad_norm_(net.param_list(), o.clip);
+    optimizer.step();
+    ++step;
+    for (const SequenceRef& q : seqs) run_tokens += q.length;
+    sum.tokens += batch.ids.size(0) * batch.ids.size(1);
+    if (step % o.log_every == 0 || step == steps) {
+      const double rate = static_cast<double>(run_tokens) / run_timer.seconds();
+      const double eta = static_cast<double>(steps - step) * static_cast<double>(run_tokens) /
+                         std::max(1.0, rate) / std::max<double>(1.0, static_cast<double>(step));
+      std::fprintf(stderr, "step %lld/%lld loss %.4f acc %s lr %.2e %.0f tok/s ETA %d:%02d\n",
+                   static_cast<long long>(step), static_cast<long long>(steps), r.loss.item<double>(),
+                   fmt_list(r.step_acc).c_str(), lr, rate, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
+    }
+    if (o.eval_every > 0 && step % o.eval_every == 0 && step < steps) evaluate_and_keep(step);
+    if ((o.save_every > 0 && step % o.save_every == 0) || step == steps) save_state();
+    if (kill_at != nullptr && std::to_string(step) == kill_at) std::_Exit(137);
+  }
+  sum.tokens_per_second = run_tokens > 0 ? static_cast<double>(run_tokens) / run_timer.seconds() : 0;
+  if (sum.best_step != steps) evaluate_and_keep(steps);
+  save_state();
+  sum.steps = steps;
+  if (best_record.is_object()) sum.acc = best_record["acc"].get<std::vector<double>>();
+  fs::remove_all(candidate);
+  sum.seconds = timer.seconds();
+  return sum;
+}
+
+}  // namespace eaglet

@@ -1,0 +1,51 @@
+#pragma once
+// `eaglet train-draft`: an EAGLE-3 drafter trained with libtorch on what `eaglet extract` wrote, for the target that
+// wrote it, chosen by the acceptance the serving loop measures.
+//
+// OUT/config.json, OUT/model.safetensors   the best drafter so far (SGLang layout, bf16), loadable by generate
+// OUT/eaglet_training.json                 its held-out acc_k and served accept len (doctor compares them)
+// OUT/train-state/                         the last checkpoint (weights, AdamW state, step): --resume continues it
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "speculative/draft_tree.h"
+
+namespace eaglet {
+
+struct TrainOptions {
+  std::string target_dir, data_dir, out_dir;
+  int ttt_steps = 7;
+  double decay = 0.8;
+  int64_t steps = 0;  // optimizer steps; 0: `epochs` passes over the training sequences
+  double epochs = 1;
+  int batch = 4;
+  int64_t max_length = 512;  // tokens per training sequence (longer rows are cut)
+  double lr = 1e-3, warmup = 0.05, min_lr = 0.05;  // warmup and floor as fractions of the steps and of lr
+  double weight_decay = 0, clip = 0.5;
+  uint64_t seed = 0;
+  double holdout = 0.02;  // share of sequences held out (every 1/holdout-th)
+  int log_every = 10, eval_every = 0, save_every = 50;  // eval_every 0: at the end only
+  int eval_prompts = 16, eval_prompt_tokens = 64, eval_max_tokens = 64;
+  std::vector<DraftParams> eval_settings = {DraftParams{4, 1, 5}, DraftParams{5, 4, 8}};
+  size_t select_setting = 1;        // index into eval_settings of the accept len that chooses the kept drafter
+  double check_tolerance = 0.02;    // one-network check: max |logit difference| / (1 + max |logit|)
+  bool resume = false;
+  int threads = 0;
+};
+
+struct TrainSummary {
+  int64_t steps = 0, tokens = 0, best_step = -1;
+  double seconds = 0, tokens_per_second = 0, best_accept_len = 0, check_error = 0;
+  std::vector<double> acc;  // held-out acc_k of the kept drafter
+};
+
+TrainSummary run_train_draft(const TrainOptions& options);
+
+// DIR/config.json of a new drafter for `target` (SGLang layout): the target's layer shape and RoPE, one layer, the
+// aux layers (HF hidden_states ids) and draft vocabulary size given.
+struct ModelConfig;
+void write_new_drafter_config(const std::string& dir, const ModelConfig& target, const std::vector<int>& aux_layers,
+                              int64_t draft_vocab);
+
+}  // namespace eaglet

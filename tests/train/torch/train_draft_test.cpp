@@ -1,0 +1,231 @@
+// The libtorch trainer: every trainable tensor learns, the TTT loss equals an independent PyTorch computation, a short
+// run on a tiny target learns and serves, and a run killed at any step resumes into the uninterrupted run.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+
+#include "io/json_util.h"
+#include "io/safetensors.h"
+#include "model/block.h"
+#include "model/transformer.h"
+#include "test_env.h"
+#include "tokenizer/tokenizer.h"
+#include "train/shards.h"
+#include "train/torch/draft_net.h"
+#include "train/torch/trainer.h"
+#include "train/torch/ttt.h"
+
+namespace eaglet {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// The bigram target of the drafter fixtures: its next token is a fixed function of the current one, so a drafter can
+// learn it exactly.
+std::string echo_target() { return test::fixtures_dir() + "/drafters/targets/echo_fp32"; }
+
+// Rows of code-like text, extracted once for the whole suite by the real `eaglet extract`.
+class TrainDraftTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = test::temp_dir("train_draft");
+    std::mt19937 rng(7);
+    const Tokenizer tokenizer = Tokenizer::load(echo_target());
+    std::string jsonl;
+    for (int r = 0; r < 64; ++r) {
+      std::vector<int32_t> ids;
+      for (int w = 0; w < 48; ++w) ids.push_back(3 + static_cast<int32_t>(rng() % 378));
+      jsonl += nlohmann::json{{"text", tokenizer.decode(ids, true)}}.dump() + "\n";
+    }
+    test::write_file(root_ + "/rows.jsonl", jsonl);
+    const auto r = test::run_command(test::eaglet_bin() + " extract -m " + echo_target() + " --data " + root_ +
+                                     "/rows.jsonl --out " + root_ + "/data --draft-vocab 384 -t 2 --quiet");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static std::string data_dir() { return root_ + "/data"; }
+  static std::string train(const std::string& out, const std::string& flags, const std::string& env = "",
+                           test::CommandResult* result = nullptr) {
+    const auto r = test::run_command(env + " " + test::eaglet_bin() + " train-draft -m " + echo_target() + " --data " +
+                                     data_dir() + " --out " + out + " " + flags);
+    if (result != nullptr) *result = r;
+    return r.err;
+  }
+  static std::string root_;
+};
+std::string TrainDraftTest::root_;
+
+struct Rig {
+  std::unique_ptr<Transformer> target;
+  ExtractedData data;
+  std::unique_ptr<DraftNet> net;
+  std::unique_ptr<Teacher> teacher;
+};
+
+Rig make_setup(const std::string& data_dir, const std::string& config_dir) {
+  Rig s{Transformer::load(echo_target()), ExtractedData::open(data_dir), nullptr, nullptr};
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < s.data.d2t().size(); ++i) ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + s.data.d2t()[i]));
+  write_new_drafter_config(config_dir, s.target->config(), s.data.aux_layers(), static_cast<int64_t>(ids.size()));
+  const TensorView& e = s.target->embed_tokens();
+  const torch::Tensor embed = torch::tensor(to_f32(&e), torch::kFloat32).reshape(e.shape);
+  const WeightMatrix& h = s.target->lm_head();
+  TensorView hv{"", h.dtype, {h.rows, h.cols}, static_cast<const std::byte*>(h.data),
+                static_cast<size_t>(h.rows * h.cols) * dtype_size(h.dtype), ""};
+  const torch::Tensor head = torch::tensor(to_f32(&hv), torch::kFloat32).reshape({h.rows, h.cols});
+  s.net = std::make_unique<DraftNet>(DrafterConfig::load(config_dir), 3, embed);
+  init_draft_net(*s.net, head, ids, 3);
+  s.teacher = std::make_unique<Teacher>(torch::tensor(s.target->final_norm(), torch::kFloat32),
+                                        s.target->config().rms_norm_eps, head, ids);
+  return s;
+}
+
+TEST_F(TrainDraftTest, OneStepTrainsEveryTensor) {
+  Rig s = make_setup(data_dir(), test::temp_dir("train_one_step"));
+  const std::vector<SequenceRef> seqs = s.data.sequences(64);
+  ASSERT_GE(seqs.size(), 2u);
+  const TttBatch batch = make_ttt_batch(s.data, *s.teacher, {seqs[0], seqs[1]});
+  std::map<std::string, torch::Tensor> before;
+  for (const auto& [name, t] : s.net->params()) before[name] = t.detach().clone();
+  torch::optim::AdamW opt(s.net->param_list(), torch::optim::AdamWOptions(1e-3));
+  const TttResult r = ttt_loss(*s.net, batch, 3, 0.8);
+  r.loss.backward();
+  opt.step();
+  ASSERT_EQ(s.net->params().size(), 13u);  // fc, 10 layer tensors (hidden_norm included), norm, lm_head; embed is frozen
+  for (const auto& [name, t] : s.net->params()) {
+    ASSERT_TRUE(t.grad().defined()) << name;
+    EXPECT_GT(t.grad().abs().sum().item<double>(), 0.0) << name << " got no gradient";
+    EXPECT_GT((t.detach() - before[name]).abs().max().item<double>(), 0.0) << name << " did not change";
+  }
+}
+
+TEST_F(TrainDraftTest, LossEqualsIndependentPyTorchComputation) {
+  const std::string dir = test::temp_dir("train_oracle");
+  Rig s = make_setup(data_dir(), dir);
+  std::vector<SequenceRef> seqs = s.data.sequences(20);
+  ASSERT_GE(seqs.size(), 3u);
+  seqs.resize(3);
+  seqs[1].length = 13;  // padding inside the batch
+  const TttBatch b = make_ttt_batch(s.data, *s.teacher, seqs);
+  const int steps = 4;
+  const TttResult mine = ttt_loss(*s.net, b, steps, 0.8);
+
+  std::vector<torch::Tensor> keep;
+  std::vector<TensorToWrite> out;
+  const auto add = [&](const std::string& name, const torch::Tensor& t, DType dtype) {
+    keep.push_back(t.detach().contiguous());
+    out.push_back({name, dtype, keep.back().sizes().vec(), keep.back().data_ptr()});
+  };
+  for (const auto& [name, t] : s.net->params()) add(name, t, DType::F32);
+  const TensorView& e = s.target->embed_tokens();
+  add("embed", torch::tensor(to_f32(&e), torch::kFloat32).reshape(e.shape), DType::F32);
+  add("ids", b.ids, DType::I64);
+  add("mask", b.mask, DType::F32);
+  add("aux", b.aux, DType::F32);
+  add("teacher", b.teacher, DType::F32);
+  add("teacher_argmax", b.teacher_argmax, DType::I64);
+  write_safetensors(dir + "/case.safetensors", out);
+  const nlohmann::json target_config = read_json_file(echo_target() + "/config.json");
+  const DrafterConfig& c = s.net->config();
+  test::write_file(dir + "/case.json",
+                   nlohmann::json{{"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
+                                  {"rms_norm_eps", c.rms_norm_eps}, {"steps", steps}, {"decay", 0.8},
+                                  {"rope", {{"rope_theta", target_config["rope_theta"]},
+                                            {"rope_scaling", target_config["rope_scaling"]}}}}
+                       .dump());
+  const auto r = test::run_command("cd " + test::oracle_dir() + " && " + test::python_bin() + " ttt_reference.py " + dir +
+                                   "/case.safetensors " + dir + "/case.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json ref = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(mine.loss.item<double>(), ref["loss"].get<double>(), 1e-4 * std::abs(ref["loss"].get<double>()));
+  for (int k = 0; k < steps; ++k) {
+    EXPECT_EQ(mine.step_count[static_cast<size_t>(k)], ref["step_count"][k].get<int64_t>()) << "step " << k;
+    EXPECT_NEAR(mine.step_loss[static_cast<size_t>(k)], ref["step_loss"][k].get<double>(), 1e-4) << "step " << k;
+    EXPECT_NEAR(mine.step_acc[static_cast<size_t>(k)], ref["step_acc"][k].get<double>(), 1e-9) << "step " << k;
+  }
+  EXPECT_GT(mine.step_count[0], mine.step_count[3]);  // later steps count fewer positions
+}
+
+TEST_F(TrainDraftTest, ShortRunLearnsAndServes) {
+  const std::string out = test::temp_dir("train_short") + "/drafter";
+  test::CommandResult r;
+  const std::string err = train(out, "--steps 150 --batch 4 --max-length 64 --ttt-steps 3 --lr 3e-3 --holdout 0.1 "
+                                     "--eval-prompts 6 --eval-prompt-tokens 16 --eval-max-tokens 32 --log-every 50 -t 2", "", &r);
+  ASSERT_EQ(r.exit_code, 0) << err;
+  EXPECT_THAT(err, HasSubstr("one network: served drafter vs libtorch drafter"));
+  const nlohmann::json record = read_json_file(out + "/eaglet_training.json");
+  EXPECT_EQ(record["format"], "eaglet-training/1");
+  EXPECT_GT(record["acc"][0].get<double>(), 0.5) << "chance is 1/384";
+  double tree = 0;
+  for (const auto& s : record["served"]) {
+    EXPECT_TRUE(s["identical_to_plain"].get<bool>());
+    if (s["setting"] == "5,4,8") tree = s["accept_len"].get<double>();
+  }
+  EXPECT_GT(tree, 1.5) << record.dump();
+
+  // Served by generate as trained, and the same after conversion to the speculators layout.
+  const std::string prompt = " --temp 0 -n 24 -p 'def value items' ";
+  const auto a = test::run_command(test::eaglet_bin() + " generate -m " + echo_target() + " -d " + out + prompt + "--compare");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const auto conv = test::run_command(test::eaglet_bin() + " convert-draft -m " + echo_target() + " -d " + out +
+                                      " --format speculators --out " + out + "-spec");
+  ASSERT_EQ(conv.exit_code, 0) << conv.err;
+  const auto b = test::run_command(test::eaglet_bin() + " generate -m " + echo_target() + " -d " + out + "-spec" + prompt);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  const std::regex accept("accept len: ([0-9.]+)");
+  std::smatch ma, mb;
+  ASSERT_TRUE(std::regex_search(a.err, ma, accept)) << a.err;
+  ASSERT_TRUE(std::regex_search(b.err, mb, accept)) << b.err;
+  EXPECT_EQ(ma[1], mb[1]);
+}
+
+std::map<int, double> step_losses(const std::string& log) {
+  std::map<int, double> out;
+  const std::regex line("step ([0-9]+)/[0-9]+ loss ([0-9.]+)");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it)
+    out[std::stoi((*it)[1])] = std::stod((*it)[2]);
+  return out;
+}
+
+TEST_F(TrainDraftTest, KilledRunResumesIntoTheUninterruptedOne) {
+  const std::string flags = "--steps 8 --batch 3 --max-length 48 --ttt-steps 2 --save-every 3 --log-every 1 "
+                            "--eval-prompts 2 --eval-max-tokens 8 -t 1";
+  const std::string whole = test::temp_dir("train_whole") + "/d", killed = test::temp_dir("train_killed") + "/d";
+  test::CommandResult r;
+  const std::map<int, double> expected = step_losses(train(whole, flags, "", &r));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(expected.size(), 8u);
+  train(killed, flags, "EAGLET_TRAIN_KILL_AT_STEP=5", &r);
+  EXPECT_EQ(r.exit_code, 137);
+  const std::string resumed_log = train(killed, flags + " --resume", "", &r);
+  ASSERT_EQ(r.exit_code, 0) << resumed_log;
+  EXPECT_THAT(resumed_log, HasSubstr("resumed at step 3 of 8"));
+  const std::map<int, double> resumed = step_losses(resumed_log);
+  ASSERT_EQ(resumed.size(), 5u);  // steps 4..8 again: the ones after the last checkpoint
+  for (const auto& [step, loss] : resumed) EXPECT_NEAR(loss, expected.at(step), 1e-4) << "step " << step;
+}
+
+TEST_F(TrainDraftTest, RefusesWhatCannotBeTrained) {
+  test::CommandResult r;
+  const std::string dir = test::temp_dir("train_refuse");
+  EXPECT_THAT(train(dir + "/a", "--resume --steps 2", "", &r), HasSubstr("no checkpoint to resume"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(train(dir + "/b", "--steps 2 --check-tolerance 0", "", &r), HasSubstr("computes something else"));
+  EXPECT_EQ(r.exit_code, 1);
+  const auto other = test::run_command(test::eaglet_bin() + " train-draft -m " + test::fixtures_dir() +
+                                       "/drafters/targets/smallvocab_fp32 --data " + data_dir() + " --out " + dir + "/c");
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_THAT(other.err, HasSubstr("extracted from another target"));
+  const auto missing = test::run_command(test::eaglet_bin() + " train-draft -m " + echo_target() + " --data " + dir +
+                                         " --out " + dir + "/d");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("not a folder written by `eaglet extract`"));
+}
+
+}  // namespace
+}  // namespace eaglet
