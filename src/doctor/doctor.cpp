@@ -1,5 +1,7 @@
 #include "doctor/doctor.h"
 
+#include <functional>
+
 #include "doctor/live_checks.h"
 #include "doctor/static_checks.h"
 #include "doctor/training_record.h"
@@ -20,6 +22,20 @@ const std::vector<std::string>& builtin_prompts() {
   return prompts;
 }
 
+namespace {
+
+// A group of checks that reads files a contract above may already have found broken: an Error it meets becomes a
+// FAIL line of its own instead of ending the report.
+void guarded(Report& r, const std::string& name, const std::function<void()>& checks) {
+  try {
+    checks();
+  } catch (const Error& e) {
+    r.fail(name, e.what(), "fix the file named");
+  }
+}
+
+}  // namespace
+
 Report run_doctor(const DoctorOptions& o) {
   Report r;
   auto target = Transformer::load(o.target_dir);
@@ -34,9 +50,10 @@ Report run_doctor(const DoctorOptions& o) {
   } catch (const Error&) {
     have_config = false;  // reported by the "config" check
   }
-  if (have_config) check_conventions(config, *target, o.aux_convention, r);
-  if (loads) check_provenance(o.drafter_dir, *target, r);
-  check_tokenizer_files(o.drafter_dir, o.target_dir, r);
+  if (have_config)
+    guarded(r, "conventions", [&] { check_conventions(config, *target, o.aux_convention, r); });
+  if (loads) guarded(r, "provenance", [&] { check_provenance(o.drafter_dir, *target, r); });
+  guarded(r, "tokenizer files", [&] { check_tokenizer_files(o.drafter_dir, o.target_dir, r); });
   std::optional<TrainingRecord> record;
   try {
     record = read_training_record(o.drafter_dir);
@@ -57,7 +74,7 @@ Report run_doctor(const DoctorOptions& o) {
     live.prompts.push_back(format ? tokenizer.encode(render_chat(*format, {{"user", text}}), false)
                                   : tokenizer.encode(text, tokenizer.adds_bos()));
   r.measured["prompts"] = live.prompts.size();
-  run_live_checks(*target, live, r);
+  guarded(r, "live checks", [&] { run_live_checks(*target, live, r); });
   return r;
 }
 

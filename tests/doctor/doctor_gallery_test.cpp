@@ -236,6 +236,18 @@ TEST(DoctorGallery, NormFlagLeftToTheDefault) {
   EXPECT_TRUE(has(r, "served vs teacher-forced", Verdict::Pass));
 }
 
+// Files that do not even load: each is one FAIL line, and the report goes on.
+TEST(DoctorGallery, UnreadableFilesAreFailLinesNotErrors) {
+  const std::string dir = make_drafter("truncated", "exact_echo", {});
+  const std::string bytes = read_file(dir + "/model.safetensors");
+  write_file(dir + "/model.safetensors", bytes.substr(0, bytes.size() - 100));
+  const Report r = run(dir);
+  EXPECT_TRUE(has(r, "safetensors", Verdict::Fail));
+  EXPECT_TRUE(has(r, "tokenizer", Verdict::Pass));
+  const Report target_as_drafter = run(fixtures_dir() + "/" + kEchoTarget);
+  EXPECT_TRUE(has(target_as_drafter, "config", Verdict::Fail));
+}
+
 std::string record(double acc0, double served_4_1_5, int hidden = 64) {
   return nlohmann::json{{"format", "eaglet-training/1"},
                         {"acc", {acc0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4}},
