@@ -40,8 +40,9 @@ Command add_doctor(CLI::App& app) {
   auto a = std::make_shared<DoctorArgs>();
   cmd->add_option("-m,--model", a->options.target_dir, "Target model folder")->required();
   cmd->add_option("-d,--draft-model", a->options.drafter_dir, "EAGLE-3 drafter folder")->required();
-  cmd->add_option("--prompts", a->prompts_file, "Prompts: one per line, or JSON lines with a 'prompt' field "
-                                                "(default: a few built-in generic prompts)");
+  cmd->add_option("--prompts", a->prompts_file,
+                  "Prompts: one per line, or JSON lines with a 'prompt' field "
+                  "(default: a few built-in generic prompts)");
   cmd->add_flag("--chat", a->options.chat, "Render each prompt as a user turn in the target's chat format");
   cmd->add_option("-n,--n-predict", a->options.max_tokens, "Tokens generated per prompt and setting")
       ->check(CLI::Range(1, 4096));

@@ -1,15 +1,14 @@
 #pragma once
 // One line of `eaglet doctor`: a named check, its verdict, why, and what to do about it.
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace eaglet::doctor {
 
 enum class Verdict { Pass, Warn, Fail };
-const char* verdict_name(Verdict v);  // PASS, WARN, FAIL
+const char* verdict_name(Verdict v);               // PASS, WARN, FAIL
 std::string ids_str(const std::vector<int>& ids);  // "[2, 4, 5]"
 
 struct Check {

@@ -34,11 +34,11 @@ void check_aux_convention(const DrafterConfig& c, const Transformer& target, std
   const AuxConvention used = flag.value_or(c.default_convention());
   const AuxConvention other = used == AuxConvention::Input ? AuxConvention::Output : AuxConvention::Input;
   const std::vector<int> mine = read_as(c, L, used), theirs = read_as(c, L, other);
-  const std::string both = "ids " + ids_str(c.aux_layer_ids) + " read as " + convention_name(used) + " of layer i" +
-                           (flag ? " (--aux-layer-convention)" : std::string(" (the ") + layout_name(c.layout) +
-                                                                     " convention)") +
-                           " = hidden states " + (mine.empty() ? "out of range" : ids_str(mine)) + "; as " +
-                           convention_name(other) + " = " + (theirs.empty() ? "out of range" : ids_str(theirs));
+  const std::string both =
+      "ids " + ids_str(c.aux_layer_ids) + " read as " + convention_name(used) + " of layer i" +
+      (flag ? " (--aux-layer-convention)" : std::string(" (the ") + layout_name(c.layout) + " convention)") +
+      " = hidden states " + (mine.empty() ? "out of range" : ids_str(mine)) + "; as " + convention_name(other) + " = " +
+      (theirs.empty() ? "out of range" : ids_str(theirs));
   if (!mine.empty() && mine != dflt && theirs == dflt)
     r.warn("aux convention",
            both + ": only the other reading gives the EAGLE-3 default " + ids_str(dflt) +
@@ -72,9 +72,9 @@ std::string rope_str(const RopeConfig& rope) {
 
 bool same_rope(const RopeConfig& a, const RopeConfig& b) {
   return a.theta == b.theta && a.type == b.type && a.factor == b.factor &&
-         (a.type != RopeType::Llama3 || (a.low_freq_factor == b.low_freq_factor &&
-                                         a.high_freq_factor == b.high_freq_factor &&
-                                         a.original_max_position == b.original_max_position));
+         (a.type != RopeType::Llama3 ||
+          (a.low_freq_factor == b.low_freq_factor && a.high_freq_factor == b.high_freq_factor &&
+           a.original_max_position == b.original_max_position));
 }
 
 // max_position_embeddings of the drafter's layer config (0 when absent).
@@ -92,14 +92,17 @@ void check_rope(const DrafterConfig& c, const Transformer& target, Report& r) {
   const int64_t positions = drafter_max_positions(c), target_positions = target.config().max_position_embeddings;
   if (positions > 0 && positions < target_positions)
     mine += "; drafter max_position_embeddings " + std::to_string(positions) + " < the target's " +
-            std::to_string(target_positions) + " (fixed-frequency RoPE extends, but later positions were never trained)";
+            std::to_string(target_positions) +
+            " (fixed-frequency RoPE extends, but later positions were never trained)";
   if (c.layout == DrafterLayout::Speculators) {
     // speculators trains with transformer_layer_config = the verifier's config: its RoPE is the target's.
     if (same_rope(c.rope, t))
       r.pass("rope", mine + ": the target's, as speculators trains");
     else
-      r.warn("rope", mine + ": speculators trains the drafter with the verifier's RoPE, so this config differs from "
-                            "what the drafter was trained with",
+      r.warn("rope",
+             mine +
+                 ": speculators trains the drafter with the verifier's RoPE, so this config differs from "
+                 "what the drafter was trained with",
              "set transformer_layer_config's rope_theta / rope_scaling to the target's (" + rope_str(t) + ")");
     return;
   }
@@ -122,7 +125,8 @@ void check_dtypes(const std::string& dir, Report& r) {
   bool exotic = false;
   for (const auto& [d, n] : weights) exotic = exotic || (d != "F32" && d != "BF16" && d != "F16");
   if (weights.size() > 1 || exotic)
-    r.warn("dtypes", "weights in " + list + ": a mixed or quantized export computes another drafter than the one trained",
+    r.warn("dtypes",
+           "weights in " + list + ": a mixed or quantized export computes another drafter than the one trained",
            "re-export every weight in the training dtype (bf16 or fp32)");
   else
     r.pass("dtypes", "weights in " + list);

@@ -50,8 +50,7 @@ Report run_doctor(const DoctorOptions& o) {
   } catch (const Error&) {
     have_config = false;  // reported by the "config" check
   }
-  if (have_config)
-    guarded(r, "conventions", [&] { check_conventions(config, *target, o.aux_convention, r); });
+  if (have_config) guarded(r, "conventions", [&] { check_conventions(config, *target, o.aux_convention, r); });
   if (loads) guarded(r, "provenance", [&] { check_provenance(o.drafter_dir, *target, r); });
   guarded(r, "tokenizer files", [&] { check_tokenizer_files(o.drafter_dir, o.target_dir, r); });
   std::optional<TrainingRecord> record;

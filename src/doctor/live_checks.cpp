@@ -51,7 +51,8 @@ Served serve(Transformer& target, Eagle3Drafter& drafter, const Prompts& prompts
   Served s;
   Eagle3Proposer proposer(drafter);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const SpeculativeResult r = generate_speculative(target, proposer, prompts[i], {p, SpecSampling::TargetOnly, {}}, limits);
+    const SpeculativeResult r =
+        generate_speculative(target, proposer, prompts[i], {p, SpecSampling::TargetOnly, {}}, limits);
     s.stats.merge(r.stats);
     s.lossless = s.lossless && r.tokens == plain[i];
   }
@@ -69,7 +70,8 @@ struct TeacherForced {
 TeacherForced teacher_forced(Transformer& target, Eagle3Drafter& drafter, const Prompts& sequences) {
   TeacherForced tf;
   std::set<int32_t> draft_ids;
-  for (int64_t i = 0; i < drafter.vocab().draft_vocab(); ++i) draft_ids.insert(drafter.vocab().to_target(static_cast<int32_t>(i)));
+  for (int64_t i = 0; i < drafter.vocab().draft_vocab(); ++i)
+    draft_ids.insert(drafter.vocab().to_target(static_cast<int32_t>(i)));
   target.set_aux_layers(drafter.aux_layers());
   const int64_t V = target.config().vocab_size;
   for (const auto& seq : sequences) {
@@ -78,7 +80,8 @@ TeacherForced teacher_forced(Transformer& target, Eagle3Drafter& drafter, const 
     KVCache cache = target.make_cache(n);
     target.forward(cache, {.tokens = seq, .all_logits = true});
     std::vector<int32_t> next(static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t) next[static_cast<size_t>(t)] = argmax({target.logits_row(t), static_cast<size_t>(V)});
+    for (int64_t t = 0; t < n; ++t)
+      next[static_cast<size_t>(t)] = argmax({target.logits_row(t), static_cast<size_t>(V)});
     const std::vector<float> aux(target.aux_hidden().begin(), target.aux_hidden().end());
     KVCache draft_cache = drafter.make_cache(n);
     std::vector<int32_t> positions(static_cast<size_t>(n - 1));
@@ -117,8 +120,9 @@ void report_setting(Report& r, const std::string& name, const SpecStats& s, cons
                   "weights or vocabulary)",
                   tf.accuracy());
     r.fail("acceptance " + name,
-           reason + fmt(": the zero-acceptance signature (accept len < %.2f, rate ~ 1/%.0f): nothing is accepted",
-                        kZeroAcceptLen, s.num_draft_tokens) +
+           reason +
+               fmt(": the zero-acceptance signature (accept len < %.2f, rate ~ 1/%.0f): nothing is accepted",
+                   kZeroAcceptLen, s.num_draft_tokens) +
                diagnosis,
            kZeroCauses);
   } else if (s.accept_length() < kLowAcceptLen) {
@@ -130,17 +134,19 @@ void report_setting(Report& r, const std::string& name, const SpecStats& s, cons
   }
 }
 
-void report_step0(Report& r, const TeacherForced& tf, const SpecStats& chain, const std::optional<TrainingRecord>& rec) {
+void report_step0(Report& r, const TeacherForced& tf, const SpecStats& chain,
+                  const std::optional<TrainingRecord>& rec) {
   const double acc = tf.accuracy();
-  const std::string measured = fmt("teacher-forced step-0 accuracy %.3f over %.0f positions", acc,
-                                   static_cast<double>(tf.positions));
+  const std::string measured =
+      fmt("teacher-forced step-0 accuracy %.3f over %.0f positions", acc, static_cast<double>(tf.positions));
   if (rec) {
     const double want = rec->acc[0];
     const std::string cmp = measured + fmt(" vs acc_0 %.3f recorded in training (WARN below %.0f%%, FAIL below %.0f%% "
                                            "of it)",
                                            want, 100 * kAccWarnRatio, 100 * kAccFailRatio);
-    const std::string fix = "the drafter sees other features than in training: check the aux layers, the target "
-                            "(model and dtype) and the norm flags; the probes below try the usual suspects";
+    const std::string fix =
+        "the drafter sees other features than in training: check the aux layers, the target "
+        "(model and dtype) and the norm flags; the probes below try the usual suspects";
     if (acc < kAccFailRatio * want)
       r.fail("step-0 accuracy", cmp, fix);
     else if (acc < kAccWarnRatio * want)
@@ -158,16 +164,18 @@ void report_step0(Report& r, const TeacherForced& tf, const SpecStats& chain, co
   const double d1 = depth_rate(chain, 0);
   const std::string both = fmt("served depth-1 acceptance %.3f vs teacher-forced step-0 accuracy %.3f", d1, acc);
   if (acc >= 0.2 && d1 < 0.5 * acc)
-    r.fail("served vs teacher-forced", both + ": below half: the loop feeds the drafter otherwise than its forward does",
+    r.fail("served vs teacher-forced",
+           both + ": below half: the loop feeds the drafter otherwise than its forward does",
            "a serving-side contract is broken (positions, KV cache, the state carried between steps)");
   else
     r.pass("served vs teacher-forced", both);
 }
 
 void report_coverage(Report& r, const TeacherForced& tf, int64_t draft_vocab) {
-  const std::string reason = fmt("%.1f%% of the target's next tokens on these prompts are in the draft vocabulary "
-                                 "(%.0f ids)",
-                                 100 * tf.coverage(), static_cast<double>(draft_vocab));
+  const std::string reason =
+      fmt("%.1f%% of the target's next tokens on these prompts are in the draft vocabulary "
+          "(%.0f ids)",
+          100 * tf.coverage(), static_cast<double>(draft_vocab));
   if (tf.coverage() < 0.9)
     r.warn("draft vocabulary coverage", reason + ": below 90%, every other token cannot be drafted",
            "build the draft vocabulary from data like these prompts (eaglet extract --draft-vocab)");
@@ -197,9 +205,10 @@ void probe(Report& r, const std::string& name, const std::string& variant, std::
   out[name] = {{"variant", variant}, {"accept_len", len}, {"baseline", base}};
   const std::string reason = fmt("accept len %.2f as configured, %.2f with ", base, len) + variant;
   if (len >= base + kProbeJump && len >= 1.2 * base)
-    r.fail(name, reason + fmt(": acceptance jumps (by %.2f or more and 20%%): the config says the other convention "
-                              "from the one the drafter was trained with",
-                              kProbeJump),
+    r.fail(name,
+           reason + fmt(": acceptance jumps (by %.2f or more and 20%%): the config says the other convention "
+                        "from the one the drafter was trained with",
+                        kProbeJump),
            fix);
   else
     r.pass(name, reason + ": no jump, the configured convention is not the problem");
@@ -236,9 +245,11 @@ void run_live_checks(Transformer& target, const LiveInput& in, Report& r) {
     stats.push_back(s.stats);
     std::vector<double> depth;
     for (size_t d = 0; d < s.stats.depth_reached.size(); ++d) depth.push_back(depth_rate(s.stats, d));
-    r.measured["settings"].push_back({{"setting", setting_name(p)}, {"accept_len", s.stats.accept_length()},
+    r.measured["settings"].push_back({{"setting", setting_name(p)},
+                                      {"accept_len", s.stats.accept_length()},
                                       {"accept_rate", s.stats.accept_rate()},
-                                      {"draft_acceptance", s.stats.draft_acceptance()}, {"per_depth", depth},
+                                      {"draft_acceptance", s.stats.draft_acceptance()},
+                                      {"per_depth", depth},
                                       {"verifies", s.stats.verifies}});
   }
   if (lossless)
@@ -260,8 +271,9 @@ void run_live_checks(Transformer& target, const LiveInput& in, Report& r) {
       const std::string reason = fmt("accept len %.2f now vs %.2f recorded at training (WARN below %.0f%%, ", now,
                                      s.accept_len, 100 * kServedWarnRatio) +
                                  fmt("FAIL below %.0f%% of it)", 100 * kServedFailRatio);
-      const std::string fix = "serving falls far below what training measured: a contract differs between the "
-                              "trainer's loop and this one (see the FAIL lines and probes), or the prompts differ";
+      const std::string fix =
+          "serving falls far below what training measured: a contract differs between the "
+          "trainer's loop and this one (see the FAIL lines and probes), or the prompts differ";
       if (now < kServedFailRatio * s.accept_len)
         r.fail(name, reason, fix);
       else if (now < kServedWarnRatio * s.accept_len)

@@ -25,13 +25,13 @@ struct LiveInput {
 };
 
 // Thresholds, stated in the reasons they produce.
-inline constexpr double kZeroAcceptLen = 1.05;       // below: nothing is accepted
-inline constexpr double kLowAcceptLen = 1.3;         // below: a WARN
-inline constexpr double kServedWarnRatio = 0.9;      // served accept len / recorded: WARN below
-inline constexpr double kServedFailRatio = 0.7;      // FAIL below
-inline constexpr double kAccWarnRatio = 0.8;         // teacher-forced acc_0 now / recorded: WARN below
-inline constexpr double kAccFailRatio = 0.5;         // FAIL below
-inline constexpr double kProbeJump = 0.25;           // accept len gained by the other convention to call it the fix
+inline constexpr double kZeroAcceptLen = 1.05;   // below: nothing is accepted
+inline constexpr double kLowAcceptLen = 1.3;     // below: a WARN
+inline constexpr double kServedWarnRatio = 0.9;  // served accept len / recorded: WARN below
+inline constexpr double kServedFailRatio = 0.7;  // FAIL below
+inline constexpr double kAccWarnRatio = 0.8;     // teacher-forced acc_0 now / recorded: WARN below
+inline constexpr double kAccFailRatio = 0.5;     // FAIL below
+inline constexpr double kProbeJump = 0.25;       // accept len gained by the other convention to call it the fix
 
 void run_live_checks(Transformer& target, const LiveInput& input, Report& report);
 

@@ -18,8 +18,8 @@ bool check_load_contracts(const std::string& drafter_dir, const Transformer& tar
                           std::optional<AuxConvention> convention, Report& report);
 
 // Conventions and provenance; they need a config that loads (and, for provenance, the checkpoint).
-void check_conventions(const DrafterConfig& config, const Transformer& target,
-                       std::optional<AuxConvention> convention, Report& report);
+void check_conventions(const DrafterConfig& config, const Transformer& target, std::optional<AuxConvention> convention,
+                       Report& report);
 void check_provenance(const std::string& drafter_dir, const Transformer& target, Report& report);
 
 // Tokenizer and chat template the drafter folder ships, against the target's; nothing to check when it ships none.

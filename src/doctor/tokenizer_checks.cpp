@@ -52,15 +52,18 @@ void check_tokenizer(const std::string& drafter_dir, const std::string& target_d
   const nlohmann::json& vb = b.contains("model") ? b["model"].value("vocab", none) : none;
   const std::string diff = first_difference(va, vb);
   if (!diff.empty()) {
-    r.fail("tokenizer", mine.string() + " differs from the target's vocabulary: " + diff +
-                            "; the drafter was trained on other token ids",
+    r.fail("tokenizer",
+           mine.string() + " differs from the target's vocabulary: " + diff +
+               "; the drafter was trained on other token ids",
            fix);
     return;
   }
   if (a.value("added_tokens", none) != b.value("added_tokens", none) ||
       a["model"].value("merges", none) != b["model"].value("merges", none))
-    r.fail("tokenizer", mine.string() + ": same vocabulary as the target's, other added tokens or merges: the same "
-                                        "text tokenizes differently",
+    r.fail("tokenizer",
+           mine.string() +
+               ": same vocabulary as the target's, other added tokens or merges: the same "
+               "text tokenizes differently",
            fix);
   else
     r.pass("tokenizer", "same vocabulary, merges and added tokens as the target's (other settings differ)");

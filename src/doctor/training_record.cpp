@@ -53,7 +53,8 @@ std::optional<TrainingRecord> read_training_record(const std::string& dir) {
 
 void check_training_record(const std::optional<TrainingRecord>& rec, const std::string& target_dir, Report& r) {
   if (!rec) {
-    r.pass("training record", std::string("no ") + kTrainingRecordFile + " (not trained by eaglet): nothing to compare");
+    r.pass("training record",
+           std::string("no ") + kTrainingRecordFile + " (not trained by eaglet): nothing to compare");
     return;
   }
   const ModelConfig t = ModelConfig::load(target_dir);

@@ -25,7 +25,8 @@ TEST(DoctorCli, WorkingDrafterExitsZeroWithOneLinePerCheck) {
 }
 
 TEST(DoctorCli, JsonAndExitOneOnAFail) {
-  const std::string dir = make_drafter("cli_no_fc", "exact_echo", [](nlohmann::json&, Tensors& t) { t.erase("fc.weight"); });
+  const std::string dir =
+      make_drafter("cli_no_fc", "exact_echo", [](nlohmann::json&, Tensors& t) { t.erase("fc.weight"); });
   const CommandResult r = run_command(doctor(dir, " --json"));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
@@ -42,17 +43,18 @@ TEST(DoctorCli, JsonAndExitOneOnAFail) {
 TEST(DoctorCli, ChatPromptsAndBuiltinPrompts) {
   const CommandResult chat = run_command(doctor(fixtures_dir() + "/drafters/exact_echo", " --chat"));
   EXPECT_EQ(chat.exit_code, 0) << chat.out << chat.err;
-  const CommandResult builtin = run_command(eaglet_bin() + " doctor -t 1 -n 8 --json -m " + fixtures_dir() +
-                                            "/drafters/targets/echo_fp32 -d " + fixtures_dir() + "/drafters/exact_echo");
+  const CommandResult builtin =
+      run_command(eaglet_bin() + " doctor -t 1 -n 8 --json -m " + fixtures_dir() + "/drafters/targets/echo_fp32 -d " +
+                  fixtures_dir() + "/drafters/exact_echo");
   ASSERT_EQ(builtin.exit_code, 0) << builtin.out << builtin.err;
   EXPECT_EQ(nlohmann::json::parse(builtin.out)["measured"]["prompts"].get<int>(), 4);
 }
 
 TEST(DoctorCli, BadUsageAndBadInput) {
   EXPECT_EQ(run_command(eaglet_bin() + " doctor -m " + fixtures_dir() + "/drafters/targets/echo_fp32").exit_code, 2);
-  const CommandResult missing = run_command(eaglet_bin() + " doctor -m " + fixtures_dir() +
-                                            "/drafters/targets/echo_fp32 -d " + fixtures_dir() +
-                                            "/drafters/exact_echo --prompts /nonexistent");
+  const CommandResult missing =
+      run_command(eaglet_bin() + " doctor -m " + fixtures_dir() + "/drafters/targets/echo_fp32 -d " + fixtures_dir() +
+                  "/drafters/exact_echo --prompts /nonexistent");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("/nonexistent: cannot open"), std::string::npos) << missing.err;
 }

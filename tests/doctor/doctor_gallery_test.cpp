@@ -47,23 +47,26 @@ std::string fixture_drafter(const std::string& name) { return fixtures_dir() + "
   return ::testing::AssertionSuccess();
 }
 
-double accept_len(const Report& r, size_t setting) { return r.measured["settings"][setting]["accept_len"].get<double>(); }
+double accept_len(const Report& r, size_t setting) {
+  return r.measured["settings"][setting]["accept_len"].get<double>();
+}
 
 TEST(DoctorGallery, WorkingDrafterPassesEveryCheck) {
   const Report r = run(fixture_drafter("exact_echo"));
   EXPECT_TRUE(all_pass(r));
   EXPECT_GT(accept_len(r, 0), 4.0);  // the exact drafter: every draft accepted
   EXPECT_GT(r.measured["teacher_forced_step0_accuracy"].get<double>(), 0.95);
-  for (const char* name : {"config", "fc", "d2t/t2d", "tensors", "aux convention", "norm flags", "rope",
-                           "embedding provenance", "lm_head provenance", "tokenizer", "chat template", "lossless",
-                           "acceptance chain 4/1/5", "acceptance tree 5/4/8", "step-0 accuracy",
-                           "probe aux convention", "probe norm_before_residual"})
+  for (const char* name :
+       {"config", "fc", "d2t/t2d", "tensors", "aux convention", "norm flags", "rope", "embedding provenance",
+        "lm_head provenance", "tokenizer", "chat template", "lossless", "acceptance chain 4/1/5",
+        "acceptance tree 5/4/8", "step-0 accuracy", "probe aux convention", "probe norm_before_residual"})
     EXPECT_NE(r.find(name), nullptr) << name;
 }
 
 TEST(DoctorGallery, WorkingEagleLayoutAndReducedVocabularyPass) {
   EXPECT_TRUE(all_pass(run(fixture_drafter("exact_echo_eagle"))));
-  const Report r = run(make_drafter("reduced", "exact_echo", [](nlohmann::json& c, Tensors& t) { reduce_vocabulary(t, c); }));
+  const Report r =
+      run(make_drafter("reduced", "exact_echo", [](nlohmann::json& c, Tensors& t) { reduce_vocabulary(t, c); }));
   EXPECT_TRUE(all_pass(r));
   EXPECT_GT(accept_len(r, 0), 4.0);
 }
@@ -94,7 +97,8 @@ TEST(DoctorGallery, FcForSingleLayerFeatures) {
     t["fc.weight"] = f32_tensor({64, 64}, std::vector<float>(64 * 64, 0.0f));
   }));
   EXPECT_TRUE(has(r, "fc", Verdict::Fail));
-  EXPECT_NE(r.find("fc")->reason.find("3 aux layers x target hidden 64 = 192"), std::string::npos) << r.find("fc")->reason;
+  EXPECT_NE(r.find("fc")->reason.find("3 aux layers x target hidden 64 = 192"), std::string::npos)
+      << r.find("fc")->reason;
 }
 
 TEST(DoctorGallery, AuxIdsOffByOne) {
@@ -210,26 +214,28 @@ TEST(DoctorGallery, TokenizerMismatch) {
   const Report r = run(make_drafter("tokenizer", "exact_echo", {}, {{"tokenizer.json", tok.dump()}}));
   EXPECT_TRUE(has(r, "tokenizer", Verdict::Fail));
   // The target's own tokenizer shipped beside the drafter is no mismatch.
-  const Report same = run(make_drafter("tokenizer_same", "exact_echo", {},
-                                       {{"tokenizer.json", read_file(fixtures_dir() + "/" + kEchoTarget + "/tokenizer.json")}}));
+  const Report same =
+      run(make_drafter("tokenizer_same", "exact_echo", {},
+                       {{"tokenizer.json", read_file(fixtures_dir() + "/" + kEchoTarget + "/tokenizer.json")}}));
   EXPECT_TRUE(has(same, "tokenizer", Verdict::Pass));
 }
 
 TEST(DoctorGallery, TrainedOnAnotherChatTemplate) {
   const nlohmann::json llama3 = {
-      {"chat_template", "{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
-                        "{{ message['content'] }}<|eot_id|>{% endfor %}"}};
+      {"chat_template",
+       "{% for message in messages %}<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n"
+       "{{ message['content'] }}<|eot_id|>{% endfor %}"}};
   const Report r = run(make_drafter("chat_template", "exact_echo", {}, {{"tokenizer_config.json", llama3.dump()}}));
   EXPECT_TRUE(has(r, "chat template", Verdict::Warn));
-  EXPECT_NE(r.find("chat template")->reason.find("(llama3) other than the target's (chatml)"), std::string::npos) << r.find("chat template")->reason;
+  EXPECT_NE(r.find("chat template")->reason.find("(llama3) other than the target's (chatml)"), std::string::npos)
+      << r.find("chat template")->reason;
 }
 
 // A speculators config without norm_before_residual: eaglet reads false, the drafter was trained with true. Step 0
 // is unaffected (the hidden input is zero), later steps are not: the probe measures the fix.
 TEST(DoctorGallery, NormFlagLeftToTheDefault) {
-  const Report r = run(make_drafter("norm_flag", "exact_echo", [](nlohmann::json& c, Tensors&) {
-    c.erase("norm_before_residual");
-  }));
+  const Report r = run(
+      make_drafter("norm_flag", "exact_echo", [](nlohmann::json& c, Tensors&) { c.erase("norm_before_residual"); }));
   EXPECT_TRUE(has(r, "norm flags", Verdict::Warn));
   EXPECT_TRUE(has(r, "probe norm_before_residual", Verdict::Fail));
   EXPECT_NE(r.find("probe norm_before_residual")->fix.find("\"norm_before_residual\": true"), std::string::npos);
@@ -249,11 +255,15 @@ TEST(DoctorGallery, UnreadableFilesAreFailLinesNotErrors) {
 }
 
 std::string record(double acc0, double served_4_1_5, int hidden = 64) {
-  return nlohmann::json{{"format", "eaglet-training/1"},
-                        {"acc", {acc0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4}},
-                        {"served", {{{"setting", "4,1,5"}, {"accept_len", served_4_1_5}}, {{"setting", "5,4,8"}, {"accept_len", 3.2}}}},
-                        {"target", {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", hidden},
-                                    {"num_hidden_layers", 8}, {"vocab_size", 384}}}}
+  return nlohmann::json{
+      {"format", "eaglet-training/1"},
+      {"acc", {acc0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4}},
+      {"served", {{{"setting", "4,1,5"}, {"accept_len", served_4_1_5}}, {{"setting", "5,4,8"}, {"accept_len", 3.2}}}},
+      {"target",
+       {{"architectures", {"LlamaForCausalLM"}},
+        {"hidden_size", hidden},
+        {"num_hidden_layers", 8},
+        {"vocab_size", 384}}}}
       .dump();
 }
 
@@ -265,24 +275,29 @@ TEST(DoctorGallery, TrainingRecordMatchesServing) {
 }
 
 TEST(DoctorGallery, ServingFarBelowTheTrainingRecord) {
-  const Report r = run(make_drafter("record_norm", "exact_echo", [](nlohmann::json& c, Tensors&) {
-    c.erase("norm_before_residual");
-  }, {{"eaglet_training.json", record(0.98, 4.8)}}));
+  const Report r = run(make_drafter("record_norm", "exact_echo",
+                                    [](nlohmann::json& c, Tensors&) { c.erase("norm_before_residual"); },
+                                    {{"eaglet_training.json", record(0.98, 4.8)}}));
   EXPECT_TRUE(has(r, "served vs training chain 4/1/5", Verdict::Fail)) << accept_len(r, 0);
   EXPECT_TRUE(has(r, "step-0 accuracy", Verdict::Pass));  // step 0 is intact: a later-step contract is broken
   // Features gone (embedding from another model): step-0 accuracy far below the recorded acc_0.
-  const Report features = run(make_drafter("record_embed", "exact_echo", [](nlohmann::json&, Tensors& t) {
-    OwnedTensor& e = t["embed_tokens.weight"];
-    for (int64_t i = 0; i < e.numel(); ++i) e.set_f32(i, static_cast<float>((i * 7919) % 13) - 6.0f);
-  }, {{"eaglet_training.json", record(0.98, 4.8)}}));
+  const Report features = run(make_drafter("record_embed", "exact_echo",
+                                           [](nlohmann::json&, Tensors& t) {
+                                             OwnedTensor& e = t["embed_tokens.weight"];
+                                             for (int64_t i = 0; i < e.numel(); ++i)
+                                               e.set_f32(i, static_cast<float>((i * 7919) % 13) - 6.0f);
+                                           },
+                                           {{"eaglet_training.json", record(0.98, 4.8)}}));
   EXPECT_TRUE(has(features, "step-0 accuracy", Verdict::Fail));
 }
 
 TEST(DoctorGallery, TrainingRecordForAnotherTargetOrMalformed) {
-  const Report other = run(make_drafter("record_other", "exact_echo", {}, {{"eaglet_training.json", record(0.98, 4.8, 4096)}}));
+  const Report other =
+      run(make_drafter("record_other", "exact_echo", {}, {{"eaglet_training.json", record(0.98, 4.8, 4096)}}));
   EXPECT_TRUE(has(other, "training record", Verdict::Fail));
   EXPECT_NE(other.find("training record")->reason.find("hidden_size 4096"), std::string::npos);
-  const Report bad = run(make_drafter("record_bad", "exact_echo", {}, {{"eaglet_training.json", R"({"format": "x"})"}}));
+  const Report bad =
+      run(make_drafter("record_bad", "exact_echo", {}, {{"eaglet_training.json", R"({"format": "x"})"}}));
   EXPECT_TRUE(has(bad, "training record", Verdict::Fail));
 }
 
