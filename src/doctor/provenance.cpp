@@ -58,8 +58,8 @@ void judge(Report& r, const std::string& name, const RowMatch& m, const std::str
     r.pass(name, "trained from the target's " + what + " (" + describe(m) + ")");
   else
     r.warn(name,
-           "unrelated to the target's " + what + " (" + describe(m) + "; below " + std::to_string(kTrainedCosine) +
-               "): from another model or vocabulary, unless trained from scratch",
+           "unrelated to the target's " + what + " (" + describe(m) + "; below 0.2): from another model or vocabulary, "
+               "unless trained from scratch",
            fix);
 }
 

@@ -1,6 +1,7 @@
 #include "doctor/doctor_fixtures.h"
 
 #include <cstring>
+#include <filesystem>
 
 #include "io/json_util.h"
 #include "io/safetensors.h"
@@ -40,9 +41,9 @@ OwnedTensor bool_tensor(const std::vector<bool>& values) {
   return t;
 }
 
-std::string make_drafter(const std::string& name, const std::string& base, const DrafterEdit& edit,
-                         const std::map<std::string, std::string>& extra_files) {
-  const std::string src = fixtures_dir() + "/drafters/" + base;
+std::string copy_model(const std::string& name, const std::string& src, const DrafterEdit& edit,
+                       const std::map<std::string, std::string>& extra_files) {
+  namespace fs = std::filesystem;
   const std::string dir = temp_dir("doctor/" + name);
   nlohmann::json config = read_json_file(src + "/config.json");
   Tensors tensors;
@@ -58,8 +59,18 @@ std::string make_drafter(const std::string& name, const std::string& base, const
   for (const auto& [tname, t] : tensors) out.push_back({tname, t.dtype, t.shape, t.bytes.data()});
   write_safetensors(dir + "/model.safetensors", out);
   write_file(dir + "/config.json", config.dump(2));
+  for (const auto& entry : fs::directory_iterator(src)) {
+    const std::string file = entry.path().filename().string();
+    if (file != "config.json" && entry.path().extension() != ".safetensors")
+      fs::copy_file(entry.path(), fs::path(dir) / file);
+  }
   for (const auto& [file, content] : extra_files) write_file(dir + "/" + file, content);
   return dir;
+}
+
+std::string make_drafter(const std::string& name, const std::string& base, const DrafterEdit& edit,
+                         const std::map<std::string, std::string>& extra_files) {
+  return copy_model(name, fixtures_dir() + "/drafters/" + base, edit, extra_files);
 }
 
 void reduce_vocabulary(Tensors& t, nlohmann::json& config) {

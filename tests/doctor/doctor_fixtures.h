@@ -29,6 +29,11 @@ OwnedTensor bool_tensor(const std::vector<bool>& values);
 
 using DrafterEdit = std::function<void(nlohmann::json& config, Tensors& tensors)>;
 
+// DIR/tmp/doctor/<name>: a copy of the model folder `src` (every file) with `edit` applied to its config and tensors,
+// and `extra_files` (name -> content) written beside its weights.
+std::string copy_model(const std::string& name, const std::string& src, const DrafterEdit& edit,
+                       const std::map<std::string, std::string>& extra_files = {});
+
 // DIR/tmp/doctor/<name>: the fixture drafter `base` (a folder under fixtures/drafters) with `edit` applied, and
 // `extra_files` (name -> content) written beside its weights.
 std::string make_drafter(const std::string& name, const std::string& base, const DrafterEdit& edit,

@@ -113,6 +113,71 @@ TEST(DoctorGallery, AuxIdsOffByOne) {
   EXPECT_FALSE(r.failed());
 }
 
+// A target whose hidden states change after layer 2 (its layer 2 MLP writes dims 32..63, which its head never
+// reads: the bigram map stays), and a drafter that reads hidden state 2 through fc and predicts the token after next
+// from it: with the aux layers it was built for, every first draft is accepted; one layer later, fc amplifies noise.
+std::string layered_target() {
+  return copy_model("layered_target", fixtures_dir() + "/" + kEchoTarget, [](nlohmann::json&, Tensors& t) {
+    OwnedTensor& down = t.at("model.layers.2.mlp.down_proj.weight");  // [hidden 64, intermediate]
+    const int64_t I = down.shape[1];
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 0.5f);
+    for (int64_t row = 32; row < 64; ++row)
+      for (int64_t k = 0; k < I; ++k) down.set_f32(row * I + k, normal(rng));
+  });
+}
+
+std::string feature_drafter(const std::string& name, const std::vector<int>& eagle_config_ids) {
+  const nlohmann::json manifest = read_json_file(fixtures_dir() + "/drafters/MANIFEST.json");
+  const auto f = manifest["targets"]["echo_fp32"]["bigram_map"].get<std::vector<int64_t>>();
+  return make_drafter(name, "exact_echo_eagle", [&](nlohmann::json& c, Tensors& t) {
+    c["norm_before_residual"] = false;  // the residual is fc's output
+    c["eagle_config"] = {{"eagle_aux_hidden_state_layer_ids", eagle_config_ids}, {"use_aux_hidden_state", true}};
+    std::vector<float> fc(64 * 192, 0.0f);  // g[0:32] = aux chunk 0 [0:32] + 50-sigma weights on chunk 0 [32:64]
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 50.0f);
+    for (int i = 0; i < 32; ++i) {
+      fc[static_cast<size_t>(i * 192 + i)] = 1.0f;
+      for (int k = 32; k < 64; ++k) fc[static_cast<size_t>(i * 192 + k)] = normal(rng);
+    }
+    t["fc.weight"] = f32_tensor({64, 192}, fc);
+    for (const char* zero : {"midlayer.self_attn.o_proj.weight", "midlayer.mlp.down_proj.weight"})
+      std::fill(t.at(zero).bytes.begin(), t.at(zero).bytes.end(), std::byte{0});  // the layer adds nothing: h = g
+    // Head row f(z) = the target's row z: norm(embed(x)) scores f(f(x)), the token after next.
+    OwnedTensor& head = t.at("lm_head.weight");
+    const OwnedTensor target_head = head;
+    std::fill(head.bytes.begin(), head.bytes.end(), std::byte{0});
+    const size_t row = 64 * 4;
+    for (int64_t z = 3; z < 381; ++z)
+      std::copy_n(target_head.bytes.begin() + static_cast<std::ptrdiff_t>(z * row), row,
+                  head.bytes.begin() + static_cast<std::ptrdiff_t>(f[static_cast<size_t>(z)] * row));
+  });
+}
+
+// vLLM-convention ids (hidden states [2, 4, 5]) written into an SGLang/SpecForge config, which reads them as outputs.
+TEST(DoctorGallery, AuxIdsOffByOneMeasuredByTheProbe) {
+  const std::string target = layered_target();
+  auto run_on = [&](const std::string& drafter) {
+    doctor::DoctorOptions o;
+    o.target_dir = target;
+    o.drafter_dir = drafter;
+    o.prompts = {"the quick brown fox", "abc def ghi jkl"};
+    o.max_tokens = 24;
+    return doctor::run_doctor(o);
+  };
+  const Report right = run_on(feature_drafter("features_right", {1, 3, 4}));  // outputs of 1, 3, 4 = [2, 4, 5]
+  EXPECT_TRUE(has(right, "acceptance chain 4/1/5", Verdict::Pass));
+  EXPECT_GT(accept_len(right, 0), 1.8);
+  EXPECT_TRUE(has(right, "probe aux convention", Verdict::Pass));
+  EXPECT_FALSE(right.failed()) << doctor::report_table(right);
+  const Report shifted = run_on(feature_drafter("features_shifted", {2, 4, 5}));  // read as [3, 5, 6]
+  EXPECT_TRUE(has(shifted, "aux convention", Verdict::Warn));
+  EXPECT_TRUE(has(shifted, "acceptance chain 4/1/5", Verdict::Fail));
+  EXPECT_TRUE(has(shifted, "probe aux convention", Verdict::Fail));
+  EXPECT_NE(shifted.find("probe aux convention")->fix.find("--aux-layer-convention input"), std::string::npos);
+  EXPECT_GT(shifted.measured["probes"]["probe aux convention"]["accept_len"].get<double>(), 1.8);
+}
+
 TEST(DoctorGallery, AuxIdsOutOfRange) {
   const Report r = run(make_drafter("aux_range", "exact_echo", [](nlohmann::json& c, Tensors&) {
     c["eagle_aux_hidden_state_layer_ids"] = {2, 4, 9};
