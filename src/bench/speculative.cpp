@@ -1,7 +1,6 @@
 // eaglet bench -d DRAFTER --prompts FILE (or --echo-pair): plain vs speculative decoding over a prompt set.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -10,6 +9,7 @@
 #include "drafter/eagle3_drafter.h"
 #include "drafter/eagle3_proposer.h"
 #include "generate/generation.h"
+#include "io/prompts_file.h"
 #include "kernels/bandwidth.h"
 #include "kernels/cpu_features.h"
 #include "model/transformer.h"
@@ -22,33 +22,6 @@
 namespace eaglet::bench {
 
 namespace {
-
-std::vector<std::string> read_prompts(const std::string& path, int limit) {
-  std::ifstream in(path);
-  if (!in) fail(path, ": cannot open");
-  std::vector<std::string> prompts;
-  std::string line;
-  int line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    if (line[0] == '{') {
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        fail(path, ":", line_no, ": not valid JSON (", e.what(), ")");
-      }
-      if (!j.contains("prompt") || !j["prompt"].is_string()) fail(path, ":", line_no, ": no string field 'prompt'");
-      prompts.push_back(j["prompt"].get<std::string>());
-    } else {
-      prompts.push_back(line);
-    }
-    if (limit > 0 && static_cast<int>(prompts.size()) >= limit) break;
-  }
-  if (prompts.empty()) fail(path, ": no prompts");
-  return prompts;
-}
 
 struct Totals {
   int64_t tokens = 0;
@@ -103,7 +76,7 @@ int run_speculative(const BenchArgs& a) {
   } else {
     Tokenizer tokenizer = Tokenizer::load(target_dir);
     check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
-    for (const auto& p : read_prompts(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
+    for (const auto& p : read_prompts_file(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
   }
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
 

@@ -55,17 +55,11 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
                                                    const DrafterOptions& options) {
   std::unique_ptr<Eagle3Drafter> d(new Eagle3Drafter());
   d->config_ = DrafterConfig::load(dir);
+  if (options.norm_before_residual) d->config_.norm_before_residual = *options.norm_before_residual;
   d->checkpoint_ = Checkpoint::open_dir(dir);
   d->aux_layers_ = resolve_aux_layers(d->config_, target.config().num_layers, options.aux_convention);
   const DrafterConfig& c = d->config_;
-  const std::string src = d->checkpoint_.source();
-  const bool midlayer = has_prefix(d->checkpoint_, "midlayer."), layers0 = has_prefix(d->checkpoint_, "layers.0.");
-  if (midlayer && layers0)
-    fail(src, ": holds both midlayer.* and layers.0.* tensors, two copies of the decoder layer; keep one");
-  if (!midlayer && !layers0)
-    fail(src, ": no decoder-layer tensors: expected midlayer.* (EAGLE/SpecForge/SGLang) or layers.0.* "
-              "(speculators/vLLM)");
-  const std::string layer0 = d->layer0_prefix_ = midlayer ? "midlayer." : "layers.0.";
+  const std::string layer0 = d->layer0_prefix_ = eagle3_layer0_prefix(d->checkpoint_);
   d->check_contracts(target, layer0);
   const TensorList list = eagle3_tensors(c, layer0, static_cast<int64_t>(d->aux_layers_.size()),
                                          target.config().vocab_size, target.config().num_layers);
@@ -77,47 +71,99 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
 }
 
 // The contracts whose breach deserves more than "wrong shape": each says what the number means.
-void Eagle3Drafter::check_contracts(const Transformer& target, const std::string& layer0) const {
-  const DrafterConfig& c = config_;
-  const ModelConfig& t = target.config();
-  const std::string src = checkpoint_.source();
-  const int64_t H = c.hidden_size, Ht = t.hidden_size, n_aux = static_cast<int64_t>(aux_layers_.size());
+namespace {
+
+void check_target_vocab(const DrafterContractInput& in) {
+  const DrafterConfig& c = in.config;
+  if (c.vocab_size != in.target.vocab_size)
+    fail(c.file, ": vocab_size ", c.vocab_size, " != the target's vocab_size ", in.target.vocab_size, " (",
+         in.target.file, "): this drafter was trained for another target");
+}
+
+void check_target_hidden(const DrafterContractInput& in) {
+  const DrafterConfig& c = in.config;
+  if (c.target_hidden_size != in.target.hidden_size)
+    fail(c.file, ": target_hidden_size ", c.target_hidden_size, " != the target's hidden_size ", in.target.hidden_size,
+         " (", in.target.file, ")");
+}
+
+// fc fuses the aux states; its width is the contract the zero-acceptance story broke silently.
+void check_fc(const DrafterContractInput& in) {
+  const DrafterConfig& c = in.config;
+  const std::string src = in.checkpoint.source();
+  const int64_t H = c.hidden_size, Ht = in.target.hidden_size, n_aux = static_cast<int64_t>(in.aux_layers.size());
   const int64_t aux_width = n_aux * Ht;
-  if (c.vocab_size != t.vocab_size)
-    fail(c.file, ": vocab_size ", c.vocab_size, " != the target's vocab_size ", t.vocab_size, " (", t.file,
-         "): this drafter was trained for another target");
-  if (c.target_hidden_size != Ht)
-    fail(c.file, ": target_hidden_size ", c.target_hidden_size, " != the target's hidden_size ", Ht, " (", t.file, ")");
-  // fc fuses the aux states; its width is the contract the zero-acceptance story broke silently.
-  const TensorView* fc = checkpoint_.find("fc.weight");
+  const TensorView* fc = in.checkpoint.find("fc.weight");
   if (fc == nullptr) fail(src, ": missing fc.weight (an EAGLE-3 drafter fuses ", n_aux, " target layers with fc)");
   if (fc->shape.size() != 2 || fc->dim(1) != aux_width || fc->dim(0) != H)
     fail(src, ": fc.weight has shape ", fc->shape_str(), ", expected [", H, ", ", aux_width, "]: its input width must be ",
          n_aux, " aux layers x target hidden ", Ht, " = ", aux_width, " and its output the drafter hidden ", H,
          " (aux layers ", n_aux, " from ", c.aux_layer_ids.empty() ? "the default" : "eagle_aux_hidden_state_layer_ids",
          ")");
+}
+
+void check_attention_input(const DrafterContractInput& in) {
+  const DrafterConfig& c = in.config;
   for (int64_t li = 0; li < c.num_layers; ++li) {
-    const std::string p = layer_prefix(li, layer0);
-    const int64_t in = c.block(li).attention_input();
-    const TensorView* q = checkpoint_.find(p + "self_attn.q_proj.weight");
-    if (q != nullptr && (q->shape.size() != 2 || q->dim(1) != in))
-      fail(src, ": ", p, "self_attn.q_proj.weight has shape ", q->shape_str(), ": its input width must be ",
-           li == 0 ? "2 x drafter hidden = " : "the drafter hidden ", in,
+    const std::string p = layer_prefix(li, in.layer0_prefix);
+    const int64_t width = c.block(li).attention_input();
+    const TensorView* q = in.checkpoint.find(p + "self_attn.q_proj.weight");
+    if (q != nullptr && (q->shape.size() != 2 || q->dim(1) != width))
+      fail(in.checkpoint.source(), ": ", p, "self_attn.q_proj.weight has shape ", q->shape_str(),
+           ": its input width must be ", li == 0 ? "2 x drafter hidden = " : "the drafter hidden ", width,
            li == 0 ? " (embedding and hidden state concatenated)" : "");
   }
-  const TensorView* head = checkpoint_.find("lm_head.weight");
+}
+
+void check_lm_head(const DrafterContractInput& in) {
+  const DrafterConfig& c = in.config;
+  const int64_t H = c.hidden_size;
+  const TensorView* head = in.checkpoint.find("lm_head.weight");
   if (head != nullptr && (head->shape.size() != 2 || head->dim(0) != c.draft_vocab_size || head->dim(1) != H))
-    fail(src, ": lm_head.weight has shape ", head->shape_str(), ", expected [draft_vocab_size ", c.draft_vocab_size,
-         ", hidden ", H, "]");
-  if (head == nullptr && (c.draft_vocab_size != t.vocab_size || H != Ht))
-    fail(src, ": no lm_head.weight, and the target's head cannot serve: draft_vocab_size ", c.draft_vocab_size,
-         " vs target vocab ", t.vocab_size, ", drafter hidden ", H, " vs target hidden ", Ht);
-  const TensorView* embed = checkpoint_.find("embed_tokens.weight");
-  if (embed != nullptr && (embed->shape.size() != 2 || embed->dim(1) != H || embed->dim(0) != t.vocab_size))
-    fail(src, ": embed_tokens.weight has shape ", embed->shape_str(), ", expected [target vocab ", t.vocab_size,
-         ", drafter hidden ", H, "] (embedding width must equal the drafter hidden size)");
-  if (embed == nullptr && H != Ht)
-    fail(src, ": no embed_tokens.weight, and the target's embedding is ", Ht, " wide, not the drafter hidden ", H);
+    fail(in.checkpoint.source(), ": lm_head.weight has shape ", head->shape_str(), ", expected [draft_vocab_size ",
+         c.draft_vocab_size, ", hidden ", H, "]");
+  if (head == nullptr && (c.draft_vocab_size != in.target.vocab_size || H != in.target.hidden_size))
+    fail(in.checkpoint.source(), ": no lm_head.weight, and the target's head cannot serve: draft_vocab_size ",
+         c.draft_vocab_size, " vs target vocab ", in.target.vocab_size, ", drafter hidden ", H, " vs target hidden ",
+         in.target.hidden_size);
+}
+
+void check_embedding(const DrafterContractInput& in) {
+  const int64_t H = in.config.hidden_size, V = in.target.vocab_size;
+  const TensorView* embed = in.checkpoint.find("embed_tokens.weight");
+  if (embed != nullptr && (embed->shape.size() != 2 || embed->dim(1) != H || embed->dim(0) != V))
+    fail(in.checkpoint.source(), ": embed_tokens.weight has shape ", embed->shape_str(), ", expected [target vocab ",
+         V, ", drafter hidden ", H, "] (embedding width must equal the drafter hidden size)");
+  if (embed == nullptr && H != in.target.hidden_size)
+    fail(in.checkpoint.source(), ": no embed_tokens.weight, and the target's embedding is ", in.target.hidden_size,
+         " wide, not the drafter hidden ", H);
+}
+
+}  // namespace
+
+const std::vector<DrafterContract>& eagle3_contracts() {
+  static const std::vector<DrafterContract> all = {
+      {"target vocabulary", check_target_vocab}, {"target hidden size", check_target_hidden},
+      {"fc", check_fc},                          {"attention input", check_attention_input},
+      {"lm_head", check_lm_head},                {"embedding", check_embedding},
+  };
+  return all;
+}
+
+std::string eagle3_layer0_prefix(const Checkpoint& checkpoint) {
+  const std::string src = checkpoint.source();
+  const bool midlayer = has_prefix(checkpoint, "midlayer."), layers0 = has_prefix(checkpoint, "layers.0.");
+  if (midlayer && layers0)
+    fail(src, ": holds both midlayer.* and layers.0.* tensors, two copies of the decoder layer; keep one");
+  if (!midlayer && !layers0)
+    fail(src, ": no decoder-layer tensors: expected midlayer.* (EAGLE/SpecForge/SGLang) or layers.0.* "
+              "(speculators/vLLM)");
+  return midlayer ? "midlayer." : "layers.0.";
+}
+
+void Eagle3Drafter::check_contracts(const Transformer& target, const std::string& layer0) const {
+  const DrafterContractInput in{config_, checkpoint_, target.config(), aux_layers_, layer0};
+  for (const DrafterContract& contract : eagle3_contracts()) contract.check(in);
 }
 
 void Eagle3Drafter::bind_weights(const Transformer& target, const LoadedTensors& t, const std::string& layer0) {

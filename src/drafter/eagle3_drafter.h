@@ -27,6 +27,7 @@ class Transformer;
 
 struct DrafterOptions {
   std::optional<AuxConvention> aux_convention;  // how to read explicit aux ids; default: the layout's
+  std::optional<bool> norm_before_residual;     // overrides the config (doctor's probe of the other variant)
 };
 
 // Every tensor of an EAGLE-3 drafter checkpoint: fc (+ input_norm or fc_norm.i), the blocks (layer 0 under
@@ -35,6 +36,24 @@ struct DrafterOptions {
 // an exporter use this one list.
 TensorList eagle3_tensors(const DrafterConfig& config, const std::string& layer0_prefix, int64_t num_aux,
                           int64_t target_vocab, int64_t target_layers = 0);
+
+// The load contracts of a drafter against its target whose breach deserves more than "wrong shape", each a named
+// check that throws an Error saying what the number means. The loader stops at the first; `eaglet doctor` runs each.
+struct DrafterContractInput {
+  const DrafterConfig& config;
+  const Checkpoint& checkpoint;
+  const ModelConfig& target;
+  const std::vector<int>& aux_layers;  // resolved, input convention
+  const std::string& layer0_prefix;
+};
+struct DrafterContract {
+  const char* name;
+  void (*check)(const DrafterContractInput&);
+};
+const std::vector<DrafterContract>& eagle3_contracts();
+
+// "midlayer." or "layers.0.": the decoder layer's name in the checkpoint; both or neither is an Error.
+std::string eagle3_layer0_prefix(const Checkpoint& checkpoint);
 
 class Eagle3Drafter {
  public:

@@ -1,0 +1,315 @@
+#include "doctor/live_checks.h"
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <set>
+
+#include "drafter/eagle3_drafter.h"
+#include "drafter/eagle3_proposer.h"
+#include "generate/generation.h"
+#include "model/transformer.h"
+#include "sample/sampler.h"
+#include "speculative/loop.h"
+#include "util/error.h"
+
+namespace eaglet::doctor {
+
+namespace {
+
+using Prompts = std::vector<std::vector<int32_t>>;
+
+std::string fmt(const char* format, double a, double b = 0, double c = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, format, a, b, c);
+  return buf;
+}
+
+std::string setting_name(const DraftParams& p) {
+  return (p.topk == 1 ? "chain " : "tree ") + std::to_string(p.num_steps) + "/" + std::to_string(p.topk) + "/" +
+         std::to_string(p.num_draft_tokens);
+}
+
+bool same(const DraftParams& a, const DraftParams& b) {
+  return a.num_steps == b.num_steps && a.topk == b.topk && a.num_draft_tokens == b.num_draft_tokens;
+}
+
+double depth_rate(const SpecStats& s, size_t d) {
+  return d < s.depth_reached.size() && s.depth_reached[d] > 0
+             ? static_cast<double>(s.depth_accepted[d]) / static_cast<double>(s.depth_reached[d])
+             : 0.0;
+}
+
+struct Served {
+  SpecStats stats;
+  bool lossless = true;
+};
+
+// Greedy speculative decoding of every prompt with one setting, compared with the plain outputs.
+Served serve(Transformer& target, Eagle3Drafter& drafter, const Prompts& prompts, const Prompts& plain,
+             const DraftParams& p, const GenerationLimits& limits) {
+  Served s;
+  Eagle3Proposer proposer(drafter);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const SpeculativeResult r =
+        generate_speculative(target, proposer, prompts[i], {p, SpecSampling::TargetOnly, {}}, limits);
+    s.stats.merge(r.stats);
+    s.lossless = s.lossless && r.tokens == plain[i];
+  }
+  return s;
+}
+
+struct TeacherForced {
+  int64_t positions = 0, correct = 0, in_vocab = 0;
+  double accuracy() const { return positions ? static_cast<double>(correct) / static_cast<double>(positions) : 0; }
+  double coverage() const { return positions ? static_cast<double>(in_vocab) / static_cast<double>(positions) : 0; }
+};
+
+// The drafter's first guess at every position of the target's own sequences, fed the target's features (no drafted
+// state in between): the pair (token t+1, aux state of t) against the target's argmax after token t+1.
+TeacherForced teacher_forced(Transformer& target, Eagle3Drafter& drafter, const Prompts& sequences) {
+  TeacherForced tf;
+  std::set<int32_t> draft_ids;
+  for (int64_t i = 0; i < drafter.vocab().draft_vocab(); ++i)
+    draft_ids.insert(drafter.vocab().to_target(static_cast<int32_t>(i)));
+  target.set_aux_layers(drafter.aux_layers());
+  const int64_t V = target.config().vocab_size;
+  for (const auto& seq : sequences) {
+    const int64_t n = static_cast<int64_t>(seq.size());
+    if (n < 2) continue;
+    KVCache cache = target.make_cache(n);
+    target.forward(cache, {.tokens = seq, .all_logits = true});
+    std::vector<int32_t> next(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t)
+      next[static_cast<size_t>(t)] = argmax({target.logits_row(t), static_cast<size_t>(V)});
+    const std::vector<float> aux(target.aux_hidden().begin(), target.aux_hidden().end());
+    KVCache draft_cache = drafter.make_cache(n);
+    std::vector<int32_t> positions(static_cast<size_t>(n - 1));
+    for (int64_t t = 0; t + 1 < n; ++t) positions[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+    drafter.forward(draft_cache, {seq.data() + 1, static_cast<size_t>(n - 1)}, aux.data(),
+                    Eagle3Drafter::Input::TargetAux, positions, {}, true);
+    const size_t Vd = static_cast<size_t>(drafter.config().draft_vocab_size);
+    for (int64_t t = 0; t + 1 < n; ++t) {
+      const int32_t want = next[static_cast<size_t>(t + 1)];
+      const int32_t guess = drafter.vocab().to_target(argmax({drafter.logits_row(t), Vd}));
+      ++tf.positions;
+      tf.correct += guess == want;
+      tf.in_vocab += draft_ids.count(want) > 0;
+    }
+  }
+  return tf;
+}
+
+const char* kZeroCauses =
+    "usual causes: aux layers other than the trained ones (convention: see the probe), a drafter for another target, "
+    "d2t missing or holding absolute ids, decoder-layer weights dropped (layer names), a norm flag read the other way";
+
+void report_setting(Report& r, const std::string& name, const SpecStats& s, const TeacherForced& tf) {
+  std::string reason = fmt("accept len %.2f, accept rate %.2f, draft acceptance %.1f%%", s.accept_length(),
+                           s.accept_rate(), 100.0 * s.draft_acceptance()) +
+                       ", per-depth";
+  for (size_t d = 0; d < s.depth_reached.size(); ++d) reason += fmt(" %.2f", depth_rate(s, d));
+  reason += " (" + std::to_string(s.verifies) + " verifies)";
+  if (s.verifies >= 8 && s.accept_length() < kZeroAcceptLen) {
+    const std::string diagnosis =
+        tf.accuracy() >= 0.2
+            ? fmt("; yet the teacher-forced step-0 accuracy is %.2f: the drafter is right when fed the features "
+                  "directly, so a serving-side contract is broken",
+                  tf.accuracy())
+            : fmt("; the teacher-forced step-0 accuracy is %.2f too: the drafter is wrong even fed directly (features, "
+                  "weights or vocabulary)",
+                  tf.accuracy());
+    r.fail("acceptance " + name,
+           reason +
+               fmt(": the zero-acceptance signature (accept len < %.2f, rate ~ 1/%.0f): nothing is accepted",
+                   kZeroAcceptLen, s.num_draft_tokens) +
+               diagnosis,
+           kZeroCauses);
+  } else if (s.accept_length() < kLowAcceptLen) {
+    r.warn("acceptance " + name, reason + fmt(": below %.2f, little is gained", kLowAcceptLen),
+           "see the step-0 accuracy and probe lines; a drafter trained on little or other data is weak (regenerate "
+           "training replies with the target: eaglet extract --regenerate)");
+  } else {
+    r.pass("acceptance " + name, reason);
+  }
+}
+
+void report_step0(Report& r, const TeacherForced& tf, const SpecStats& chain,
+                  const std::optional<TrainingRecord>& rec) {
+  const double acc = tf.accuracy();
+  const std::string measured =
+      fmt("teacher-forced step-0 accuracy %.3f over %.0f positions", acc, static_cast<double>(tf.positions));
+  if (rec) {
+    const double want = rec->acc[0];
+    const std::string cmp = measured + fmt(" vs acc_0 %.3f recorded in training (WARN below %.0f%%, FAIL below %.0f%% "
+                                           "of it)",
+                                           want, 100 * kAccWarnRatio, 100 * kAccFailRatio);
+    const std::string fix =
+        "the drafter sees other features than in training: check the aux layers, the target "
+        "(model and dtype) and the norm flags; the probes below try the usual suspects";
+    if (acc < kAccFailRatio * want)
+      r.fail("step-0 accuracy", cmp, fix);
+    else if (acc < kAccWarnRatio * want)
+      r.warn("step-0 accuracy", cmp + " (these prompts may differ from the held-out data)", fix);
+    else
+      r.pass("step-0 accuracy", cmp);
+  } else if (acc < 0.1) {
+    r.warn("step-0 accuracy", measured + ": below 0.10, near chance",
+           "features wrong (see the FAIL lines and probes) or a drafter trained for other data");
+  } else {
+    r.pass("step-0 accuracy", measured);
+  }
+  // Greedy chains accept the first draft exactly when the drafter's first guess is the target's token: served depth-1
+  // acceptance and teacher-forced accuracy measure the same thing unless the loop feeds the drafter differently.
+  const double d1 = depth_rate(chain, 0);
+  const std::string both = fmt("served depth-1 acceptance %.3f vs teacher-forced step-0 accuracy %.3f", d1, acc);
+  if (acc >= 0.2 && d1 < 0.5 * acc)
+    r.fail("served vs teacher-forced",
+           both + ": below half: the loop feeds the drafter otherwise than its forward does",
+           "a serving-side contract is broken (positions, KV cache, the state carried between steps)");
+  else
+    r.pass("served vs teacher-forced", both);
+}
+
+void report_coverage(Report& r, const TeacherForced& tf, int64_t draft_vocab) {
+  const std::string reason =
+      fmt("%.1f%% of the target's next tokens on these prompts are in the draft vocabulary "
+          "(%.0f ids)",
+          100 * tf.coverage(), static_cast<double>(draft_vocab));
+  if (tf.coverage() < 0.9)
+    r.warn("draft vocabulary coverage", reason + ": below 90%, every other token cannot be drafted",
+           "build the draft vocabulary from data like these prompts (eaglet extract --draft-vocab)");
+  else
+    r.pass("draft vocabulary coverage", reason);
+}
+
+// Loads the drafter with one convention changed; null when it does not load that way (reason in `why`).
+std::unique_ptr<Eagle3Drafter> load_variant(const std::string& dir, const Transformer& target, const DrafterOptions& o,
+                                            std::string& why) {
+  try {
+    return Eagle3Drafter::load(dir, target, o);
+  } catch (const Error& e) {
+    why = e.what();
+    return nullptr;
+  }
+}
+
+void probe(Report& r, const std::string& name, const std::string& variant, std::unique_ptr<Eagle3Drafter> drafter,
+           const std::string& why, double base, const std::function<double(Eagle3Drafter&)>& measure,
+           const std::string& fix, nlohmann::json& out) {
+  if (!drafter) {
+    r.pass(name, variant + " does not load (" + why + "): not a candidate");
+    return;
+  }
+  const double len = measure(*drafter);
+  out[name] = {{"variant", variant}, {"accept_len", len}, {"baseline", base}};
+  const std::string reason = fmt("accept len %.2f as configured, %.2f with ", base, len) + variant;
+  if (len >= base + kProbeJump && len >= 1.2 * base)
+    r.fail(name,
+           reason + fmt(": acceptance jumps (by %.2f or more and 20%%): the config says the other convention "
+                        "from the one the drafter was trained with",
+                        kProbeJump),
+           fix);
+  else
+    r.pass(name, reason + ": no jump, the configured convention is not the problem");
+}
+
+}  // namespace
+
+void run_live_checks(Transformer& target, const LiveInput& in, Report& r) {
+  DrafterOptions options{.aux_convention = in.aux_convention, .norm_before_residual = std::nullopt};
+  std::unique_ptr<Eagle3Drafter> drafter = Eagle3Drafter::load(in.drafter_dir, target, options);
+  const GenerationLimits limits{in.max_tokens, 0, target.config().eos_token_ids, 256};
+  Prompts plain, sequences;
+  for (const auto& p : in.prompts) {
+    plain.push_back(generate_plain(target, p, {}, limits).tokens);
+    sequences.push_back(p);
+    sequences.back().insert(sequences.back().end(), plain.back().begin(), plain.back().end());
+  }
+  const TeacherForced tf = teacher_forced(target, *drafter, sequences);
+  r.measured["teacher_forced_step0_accuracy"] = tf.accuracy();
+  r.measured["draft_vocab_coverage"] = tf.coverage();
+
+  std::vector<DraftParams> settings = {DraftParams{4, 1, 5}.resolved(), DraftParams{5, 4, 8}.resolved()};
+  if (in.record)
+    for (const auto& s : in.record->served) {
+      bool known = false;
+      for (const auto& p : settings) known = known || same(p, s.params);
+      if (!known && settings.size() < 4) settings.push_back(s.params);
+    }
+  bool lossless = true;
+  std::vector<SpecStats> stats;
+  for (const DraftParams& p : settings) {
+    const Served s = serve(target, *drafter, in.prompts, plain, p, limits);
+    lossless = lossless && s.lossless;
+    stats.push_back(s.stats);
+    std::vector<double> depth;
+    for (size_t d = 0; d < s.stats.depth_reached.size(); ++d) depth.push_back(depth_rate(s.stats, d));
+    r.measured["settings"].push_back({{"setting", setting_name(p)},
+                                      {"accept_len", s.stats.accept_length()},
+                                      {"accept_rate", s.stats.accept_rate()},
+                                      {"draft_acceptance", s.stats.draft_acceptance()},
+                                      {"per_depth", depth},
+                                      {"verifies", s.stats.verifies}});
+  }
+  if (lossless)
+    r.pass("lossless", "greedy speculative output equals the target alone on every prompt and setting");
+  else
+    r.fail("lossless", "greedy speculative output differs from the target alone: a bug in eaglet, not in the drafter",
+           "report it with this drafter and these prompts");
+  for (size_t i = 0; i < settings.size(); ++i) report_setting(r, setting_name(settings[i]), stats[i], tf);
+  report_step0(r, tf, stats[0], in.record);
+  report_coverage(r, tf, drafter->config().draft_vocab_size);
+
+  if (in.record)
+    for (const auto& s : in.record->served) {
+      size_t i = 0;
+      while (i < settings.size() && !same(settings[i], s.params)) ++i;
+      if (i == settings.size()) continue;
+      const double now = stats[i].accept_length();
+      const std::string name = "served vs training " + setting_name(s.params);
+      const std::string reason = fmt("accept len %.2f now vs %.2f recorded at training (WARN below %.0f%%, ", now,
+                                     s.accept_len, 100 * kServedWarnRatio) +
+                                 fmt("FAIL below %.0f%% of it)", 100 * kServedFailRatio);
+      const std::string fix =
+          "serving falls far below what training measured: a contract differs between the "
+          "trainer's loop and this one (see the FAIL lines and probes), or the prompts differ";
+      if (now < kServedFailRatio * s.accept_len)
+        r.fail(name, reason, fix);
+      else if (now < kServedWarnRatio * s.accept_len)
+        r.warn(name, reason + " (these prompts may differ from the held-out data)", fix);
+      else
+        r.pass(name, reason);
+    }
+
+  // The probes: each ambiguous convention read the other way, measured on the chain setting.
+  const DrafterConfig& c = drafter->config();
+  const double base = stats[0].accept_length();
+  auto measure = [&](Eagle3Drafter& d) {
+    return serve(target, d, in.prompts, plain, settings[0], limits).stats.accept_length();
+  };
+  nlohmann::json& probes = r.measured["probes"] = nlohmann::json::object();
+  if (!c.aux_layer_ids.empty()) {
+    const AuxConvention used = in.aux_convention.value_or(c.default_convention());
+    const AuxConvention other = used == AuxConvention::Input ? AuxConvention::Output : AuxConvention::Input;
+    std::string why;
+    DrafterOptions o = options;
+    o.aux_convention = other;
+    probe(r, "probe aux convention", std::string("ids read as ") + convention_name(other) + " of layer i",
+          load_variant(in.drafter_dir, target, o, why), why, base, measure,
+          std::string("--aux-layer-convention ") + convention_name(other) +
+              " (or write the ids in the convention of the drafter's layout)",
+          probes);
+  } else {
+    r.pass("probe aux convention", "no explicit aux ids: nothing to swap");
+  }
+  std::string why;
+  DrafterOptions o = options;
+  o.norm_before_residual = !c.norm_before_residual;
+  const std::string flip = std::string("norm_before_residual ") + (c.norm_before_residual ? "false" : "true");
+  probe(r, "probe norm_before_residual", flip, load_variant(in.drafter_dir, target, o, why), why, base, measure,
+        "write \"norm_before_residual\": " + std::string(c.norm_before_residual ? "false" : "true") + " in config.json",
+        probes);
+}
+
+}  // namespace eaglet::doctor

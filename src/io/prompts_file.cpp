@@ -1,0 +1,37 @@
+#include "io/prompts_file.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+
+namespace eaglet {
+
+std::vector<std::string> read_prompts_file(const std::string& path, int limit) {
+  std::ifstream in(path);
+  if (!in) fail(path, ": cannot open");
+  std::vector<std::string> prompts;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    if (line[0] == '{') {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception& e) {
+        fail(path, ":", line_no, ": not valid JSON (", e.what(), ")");
+      }
+      if (!j.contains("prompt") || !j["prompt"].is_string()) fail(path, ":", line_no, ": no string field 'prompt'");
+      prompts.push_back(j["prompt"].get<std::string>());
+    } else {
+      prompts.push_back(line);
+    }
+    if (limit > 0 && static_cast<int>(prompts.size()) >= limit) break;
+  }
+  if (prompts.empty()) fail(path, ": no prompts");
+  return prompts;
+}
+
+}  // namespace eaglet
