@@ -5,6 +5,7 @@
 #include "generate/generation.h"
 #include "server/api_error.h"
 #include "server/stop_strings.h"
+#include "server/token_origin.h"
 #include "speculative/loop.h"
 #include "util/error.h"
 
@@ -62,8 +63,10 @@ JobResult Engine::run(Job& job, Metrics& metrics) {
   GenerationLimits limits{job.max_tokens, 0, {}, options_.prefill_batch};
   if (!req.ignore_eos) limits.stop_ids = model_->config().eos_token_ids;
   limits.stop_ids.insert(limits.stop_ids.end(), req.stop_token_ids.begin(), req.stop_token_ids.end());
+  const bool spec = speculative() && req.speculative;
   StreamingDetokenizer detok(tokenizer_);
   StopStrings stops(req.stop);
+  TokenOrigins origins(job, req.token_origin);
   int64_t emitted = 0;
   Clock::time_point last = job.arrival;
   // Called per token; a cancelled job (client gone, shutdown) stops at the next token, that is within one step.
@@ -75,12 +78,15 @@ JobResult Engine::run(Job& job, Metrics& metrics) {
     else
       metrics.inter_token(seconds_between(last, now));
     last = now;
-    job.emit(stops.push(detok.push(token)));
+    const std::string text = detok.push(token);
+    origins.token(text, /*in_round=*/spec && emitted > 1);
+    job.emit(stops.push(text));
     return !stops.matched();
   };
   int64_t accepted_before = 0;
   const VerifyObserver observe = [&](const SpecStats& s) {
     metrics.verify(s.accepted - accepted_before + 1);
+    origins.round(s.accepted - accepted_before);
     accepted_before = s.accepted;
     if (options_.spec.log_every > 0 && s.verifies % options_.spec.log_every == 0)
       std::fprintf(stderr, "[request %llu, verify %lld] %s; %s\n", static_cast<unsigned long long>(job.id),
@@ -94,14 +100,15 @@ JobResult Engine::run(Job& job, Metrics& metrics) {
   };
   JobResult out;
   out.prompt_tokens = static_cast<int64_t>(job.prompt.size());
-  out.speculative = speculative();
+  out.speculative = spec;
   try {
     const SpeculativeResult r =
-        speculative() ? generate_speculative(*model_, *proposer_, job.prompt,
-                                             {draft_, options_.spec.sampling_scheme(), req.sampling}, limits, sink,
-                                             observe)
-                      : SpeculativeResult{generate_plain(*model_, job.prompt, req.sampling, limits, sink)};
-    if (!job.cancelled() && !stops.matched()) job.emit(stops.push(detok.flush()) + stops.finish());
+        spec ? generate_speculative(*model_, *proposer_, job.prompt,
+                                    {draft_, options_.spec.sampling_scheme(), req.sampling}, limits, sink, observe)
+             : SpeculativeResult{generate_plain(*model_, job.prompt, req.sampling, limits, sink)};
+    const std::string rest = detok.flush();
+    origins.finish(rest);
+    if (!job.cancelled() && !stops.matched()) job.emit(stops.push(rest) + stops.finish());
     out.completion_tokens = static_cast<int64_t>(r.tokens.size());
     out.finish_reason = finish_reason(job, stops.matched(), r.tokens.size());
     out.stats = r.stats;

@@ -24,6 +24,12 @@ struct JobResult {
   SpecStats stats;
 };
 
+// A generated token's text and where it came from: a draft token the target accepted, or the target's own.
+struct TokenPiece {
+  std::string text;
+  bool draft = false;
+};
+
 class Job {
  public:
   Job(uint64_t id, GenerationRequest request, std::vector<int32_t> prompt, int max_tokens)
@@ -39,10 +45,12 @@ class Job {
   bool cancelled() const { return cancelled_; }
 
   void emit(const std::string& text);
+  void emit_pieces(std::vector<TokenPiece> pieces);  // with "return_token_origin"; beside the text
   void finish(JobResult result);
 
   struct Update {
     std::string text;  // new text since the last wait
+    std::vector<TokenPiece> pieces;
     bool finished = false;
   };
   // Waits up to `timeout` for new text or the end; takes the new text.
@@ -51,10 +59,13 @@ class Job {
   JobResult result() const;  // valid once wait reported finished
 
  private:
+  Update take();  // holds mutex_
+
   std::atomic<bool> cancelled_{false};
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::string pending_;
+  std::vector<TokenPiece> pending_pieces_;
   bool finished_ = false;
   JobResult result_;
 };

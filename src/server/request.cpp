@@ -212,6 +212,8 @@ GenerationRequest parse_generation_request(const std::string& body, Endpoint end
   if (const json* ids = field(j, "stop_token_ids"))
     for (int32_t id : token_ids(*ids, "stop_token_ids", vocab_size)) r.stop_token_ids.push_back(id);
   r.ignore_eos = opt_bool(j, "ignore_eos").value_or(false);
+  r.speculative = opt_bool(j, "speculative").value_or(true);
+  r.token_origin = opt_bool(j, "return_token_origin").value_or(false);
   r.stream = opt_bool(j, "stream").value_or(false);
   if (const json* so = field(j, "stream_options")) {
     if (!r.stream) bad_request("stream_options", "'stream_options' is only allowed with \"stream\": true");

@@ -24,6 +24,8 @@ struct GenerationRequest {
   bool seeded = false;                  // "seed" given (else a fresh random seed)
   std::vector<std::string> stop;        // stop strings (not part of the output)
   std::vector<int64_t> stop_token_ids;  // stop ids (vLLM's field), added to the model's end-of-sequence ids
+  bool speculative = true;              // eaglet's field: false runs the target alone although a drafter is loaded
+  bool token_origin = false;            // eaglet's field: streamed chunks mark each token as draft or target
   bool ignore_eos = false;              // vLLM's field: generate past the model's end-of-sequence ids
   bool stream = false, include_usage = false;
   std::string model;                    // echoed back; not used for routing

@@ -59,7 +59,8 @@ json completion_json(const Job& job, const ResponseIds& ids, const std::string& 
   return j;
 }
 
-json chunk_json(const Job& job, const ResponseIds& ids, const std::string& text, const JobResult* finished) {
+json chunk_json(const Job& job, const ResponseIds& ids, const std::string& text, const JobResult* finished,
+                const std::vector<TokenPiece>& pieces) {
   json j = envelope(job, ids, true);
   json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finished)}};
   if (is_chat(job))
@@ -68,6 +69,11 @@ json chunk_json(const Job& job, const ResponseIds& ids, const std::string& text,
     choice["text"] = text;
   j["choices"] = json::array({choice});
   if (finished && finished->speculative) j["speculative"] = speculative_json(*finished);
+  if (!pieces.empty()) {
+    json tokens = json::array();
+    for (const auto& p : pieces) tokens.push_back({{"text", p.text}, {"origin", p.draft ? "draft" : "target"}});
+    j["eaglet_tokens"] = tokens;
+  }
   return j;
 }
 

@@ -24,8 +24,11 @@ nlohmann::json speculative_json(const JobResult& r);
 
 // The whole answer of a request that did not stream.
 nlohmann::json completion_json(const Job& job, const ResponseIds& ids, const std::string& text, const JobResult& r);
-// A streamed chunk carrying new text (finish_reason null), or the last one (finish_reason set, no text).
-nlohmann::json chunk_json(const Job& job, const ResponseIds& ids, const std::string& text, const JobResult* finished);
+// A streamed chunk carrying new text (finish_reason null), or the last one (finish_reason set, no text). With
+// "return_token_origin", "eaglet_tokens": [{text, origin: "draft" | "target"}] per token, beside the text (the
+// tokens' own text: stop strings do not cut it).
+nlohmann::json chunk_json(const Job& job, const ResponseIds& ids, const std::string& text, const JobResult* finished,
+                          const std::vector<TokenPiece>& pieces = {});
 // The chunk with "choices": [] and usage (stream_options.include_usage).
 nlohmann::json usage_chunk_json(const Job& job, const ResponseIds& ids, const JobResult& r);
 

@@ -1,6 +1,7 @@
 #include "server/routes.h"
 
 #include "server/api_error.h"
+#include "server/page.h"
 #include "server/request.h"
 #include "server/responses.h"
 #include "server/sse.h"
@@ -121,7 +122,7 @@ json models(const RouteContext& c) {
 void add_routes(httplib::Server& s, RouteContext& c) {
   s.set_payload_max_length(c.max_body_bytes);
   s.set_pre_routing_handler([&c](const Request& req, Response& res) {
-    const bool open = req.path == "/health" || req.path == "/v1/health";
+    const bool open = req.path == "/health" || req.path == "/v1/health" || req.path == "/";  // the page has no data
     if (c.api_key.empty() || open || req.get_header_value("Authorization") == "Bearer " + c.api_key)
       return httplib::Server::HandlerResponse::Unhandled;
     send_error(res, ApiError(401, "authentication_error",
@@ -141,6 +142,9 @@ void add_routes(httplib::Server& s, RouteContext& c) {
   });
   s.set_logger([&c](const Request&, const Response& res) { c.metrics.http_response(res.status); });
 
+  s.Get("/", [](const Request&, Response& res) {
+    res.set_content(std::string(index_page()), "text/html; charset=utf-8");
+  });
   auto health = guarded([&c](const Request&, Response& res) {
     if (c.stopping) throw ApiError(503, "unavailable_error", "the server is shutting down");
     send_json(res, {{"status", "ok"}});

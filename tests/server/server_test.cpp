@@ -155,6 +155,41 @@ TEST_F(SpeculativeServer, ChatEqualsGenerateChat) {
   EXPECT_TRUE(got.usage.is_null());  // no include_usage: no usage chunk
 }
 
+// What the page at / asks for: each token marked by origin, and the target alone on request.
+TEST_F(SpeculativeServer, TokensMarkedByOriginAndPlainOnRequest) {
+  const std::string want = generate_text("-m " + echo_target() + " -n 40 -t 1 -p " + q(kPrompt));
+  for (bool speculative : {true, false}) {
+    json req = completion_request(kPrompt, 40, true);
+    req["return_token_origin"] = true;
+    req["speculative"] = speculative;
+    const auto a = post_json(*server_, "/v1/completions", req.dump());
+    ASSERT_EQ(a.status, 200) << a.body;
+    bool done = false;
+    std::string joined;
+    std::vector<std::string> origins;
+    for (const json& e : test::sse_events(a.body, &done))
+      for (const json& t : e.value("eaglet_tokens", json::array())) {
+        joined += t["text"].get<std::string>();
+        origins.push_back(t["origin"]);
+      }
+    const Streamed s = read_stream(a.body, false);
+    EXPECT_EQ(s.text, want) << speculative;
+    EXPECT_EQ(joined, want) << speculative;
+    ASSERT_EQ(origins.size(), 40u);
+    EXPECT_EQ(origins[0], "target");  // the prefill's token
+    const auto drafts = std::count(origins.begin(), origins.end(), "draft");
+    if (speculative) {
+      // Rounds of 5 accepted drafts and the target's token; the last round is cut at 40 tokens.
+      for (size_t i = 1; i + 1 < 37; i += 6) EXPECT_EQ(origins[i + 5], "target") << i;
+      EXPECT_EQ(drafts, 33);
+      EXPECT_TRUE(s.finish.contains("speculative"));
+    } else {
+      EXPECT_EQ(drafts, 0);
+      EXPECT_FALSE(s.finish.contains("speculative"));
+    }
+  }
+}
+
 TEST_F(SpeculativeServer, StopStringsAndStopTokenIds) {
   const auto full = post_json(*server_, "/v1/completions", completion_request(kPrompt, 40).dump());
   const std::string text = full.json["choices"][0]["text"];
@@ -258,6 +293,10 @@ TEST_F(SpeculativeServer, BadRequestsGetOpenAiErrors) {
 TEST(ServerAuth, ApiKeyGuardsEveryRouteButHealth) {
   ServerProcess s("-m " + echo_target() + " --api-key sesame -c 256");
   EXPECT_EQ(get(s, "/health").status, 200);
+  const auto page = get(s, "/");  // the page holds no data; its requests carry the key
+  EXPECT_EQ(page.status, 200);
+  EXPECT_THAT(page.body, HasSubstr("return_token_origin: true"));
+  EXPECT_THAT(page.body, HasSubstr("'Bearer '"));
   for (const char* path : {"/v1/models", "/metrics"}) {
     expect_error(get(s, path), 401, "authentication_error", "Authorization: Bearer");
     expect_error(get(s, path, "wrong"), 401, "authentication_error", "Authorization: Bearer");
