@@ -218,7 +218,10 @@ GenerationRequest parse_generation_request(const std::string& body, Endpoint end
   if (const json* so = field(j, "stream_options")) {
     if (!r.stream) bad_request("stream_options", "'stream_options' is only allowed with \"stream\": true");
     if (!so->is_object()) wrong_type("stream_options", "an object", *so);
-    r.include_usage = opt_bool(*so, "include_usage").value_or(false);
+    if (const json* usage = field(*so, "include_usage")) {
+      if (!usage->is_boolean()) wrong_type("stream_options.include_usage", "a boolean", *usage);
+      r.include_usage = usage->get<bool>();
+    }
   }
   return r;
 }

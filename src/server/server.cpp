@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include <csignal>
 #include <cstdio>
@@ -50,6 +51,11 @@ int serve(const ServerOptions& o) {
   // Enough HTTP threads for every queued request to wait on its own, plus room for /health and /metrics.
   const size_t http_threads = o.max_queue + 8;
   http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+  // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which lets a second server take a port in use.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   add_routes(http, context);
   const int port = o.port == 0 ? http.bind_to_any_port(o.host) : (http.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) {

@@ -69,6 +69,8 @@ TEST(Request, BadFieldsNameTheField) {
            {R"({"prompt":7})", "prompt", "a string or an array of token ids"},
            {R"({"max_tokens":3})", "prompt", "'prompt' is required"},
            {R"({"prompt":"x","stream_options":{"include_usage":true}})", "stream_options", "only allowed with"},
+           {R"({"prompt":"x","stream":true,"stream_options":{"include_usage":1}})", "stream_options.include_usage",
+            "must be a boolean, found an integer"},
            {R"({"prompt":"x","echo":true})", "echo", "not supported"},
            {R"({"prompt":"x","logprobs":2})", "logprobs", "not supported"},
            {R"({"prompt":"x","stop_token_ids":[-1]})", "stop_token_ids[0]", "outside the vocabulary"},

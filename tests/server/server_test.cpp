@@ -327,6 +327,21 @@ TEST(ServerPlain, SampledAnswersFollowTheSeed) {
   EXPECT_EQ(s.terminate(), 0);
 }
 
+TEST(ServerCli, BadStartsFailWithOneLine) {
+  ServerProcess first("-m " + echo_target() + " -c 64");
+  // (timeout: a server that took the port anyway would run on)
+  const auto taken = test::run_command("timeout 30 " + test::eaglet_bin() + " serve -m " + echo_target() +
+                                       " --port " + std::to_string(first.port()));
+  EXPECT_EQ(taken.exit_code, 1) << taken.err;
+  EXPECT_THAT(taken.err, HasSubstr("eaglet: error: serve: cannot listen on 127.0.0.1:" + std::to_string(first.port())));
+  const auto no_model = test::run_command(test::eaglet_bin() + " serve -m /nonexistent/model");
+  EXPECT_EQ(no_model.exit_code, 1) << no_model.err;
+  EXPECT_THAT(no_model.err, HasSubstr("/nonexistent/model"));
+  const auto bad_port = test::run_command(test::eaglet_bin() + " serve -m " + echo_target() + " --port 70000");
+  EXPECT_EQ(bad_port.exit_code, 2) << bad_port.err;
+  EXPECT_EQ(first.terminate(), 0);
+}
+
 // A long generation on the 19M-parameter model, to have something to cancel.
 json long_request(int max_tokens) {
   return {{"prompt", "import os\n\n\ndef main():\n"}, {"max_tokens", max_tokens}, {"temperature", 0},
