@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(eaglet::cli::add_extract);
   add(eaglet::cli::add_convert_draft);
   add(eaglet::cli::add_doctor);
+  add(eaglet::cli::add_serve);
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;

@@ -1,0 +1,56 @@
+#pragma once
+// The models and the decoding of one job with the existing loops (generate/ for the target alone, speculative/ for
+// EAGLE-3). Only the scheduler thread calls run(); tokenization is const and may run on any thread.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "drafter/eagle3_drafter.h"
+#include "drafter/eagle3_proposer.h"
+#include "model/transformer.h"
+#include "server/job.h"
+#include "server/metrics.h"
+#include "speculative/options.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace eaglet::server {
+
+struct EngineOptions {
+  std::string model;
+  SpecOptions spec;
+  int64_t context = 0;  // 0: the model's max_position_embeddings
+  int prefill_batch = 256;
+  bool allow_unused_tensors = false;
+};
+
+class Engine {
+ public:
+  explicit Engine(const EngineOptions& options);  // loads the models (an Error on bad files)
+
+  // The prompt's token ids: text encoded as `eaglet generate` does, chat rendered as `eaglet generate --chat`.
+  std::vector<int32_t> prompt_tokens(const GenerationRequest& request) const;
+  std::vector<int32_t> chat_tokens(const std::vector<ChatMessage>& messages) const;
+  // Decodes the job, streaming its text through job.emit; the caller finishes the job with the result.
+  JobResult run(Job& job, Metrics& metrics);
+
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  int64_t context() const { return context_; }
+  int64_t vocab_size() const { return model_->config().vocab_size; }
+  bool speculative() const { return proposer_ != nullptr; }
+
+ private:
+  EngineOptions options_;
+  Tokenizer tokenizer_;
+  std::unique_ptr<Transformer> model_;
+  std::unique_ptr<Eagle3Drafter> drafter_;
+  std::unique_ptr<Eagle3Proposer> proposer_;
+  DraftParams draft_;
+  std::optional<ChatFormat> chat_format_;
+  std::string no_chat_reason_;  // why chat requests are refused (no template)
+  int64_t context_ = 0;
+  bool warned_zero_acceptance_ = false;
+};
+
+}  // namespace eaglet::server

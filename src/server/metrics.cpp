@@ -1,0 +1,155 @@
+#include "server/metrics.h"
+
+#include <cstdio>
+
+namespace eaglet::server {
+
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+void header(std::string& out, const std::string& name, const char* type, const std::string& help) {
+  out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void sample(std::string& out, const std::string& name, const std::string& labels, double v) {
+  out += name + (labels.empty() ? "" : "{" + labels + "}") + " " + number(v) + "\n";
+}
+
+void scalar(std::string& out, const std::string& name, const char* type, const std::string& help, double v) {
+  header(out, name, type, help);
+  sample(out, name, "", v);
+}
+
+}  // namespace
+
+void Histogram::observe(double v) {
+  for (size_t i = 0; i < bounds_.size(); ++i)
+    if (v <= bounds_[i]) {
+      ++counts_[i];
+      break;
+    }
+  ++count_;
+  sum_ += v;
+}
+
+void Histogram::render(std::string& out, const std::string& name, const std::string& help) const {
+  header(out, name, "histogram", help);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    sample(out, name + "_bucket", "le=\"" + number(bounds_[i]) + "\"", static_cast<double>(cumulative));
+  }
+  sample(out, name + "_bucket", "le=\"+Inf\"", static_cast<double>(count_));
+  sample(out, name + "_sum", "", sum_);
+  sample(out, name + "_count", "", static_cast<double>(count_));
+}
+
+Metrics::Metrics()
+    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
+             80.0, 160.0, 640.0, 2560.0}),
+      itl_({0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+            20.0, 40.0, 80.0}),
+      e2e_({0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
+            960.0, 1920.0, 7680.0}),
+      queue_(e2e_),
+      accept_length_({1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32}) {}
+
+void Metrics::http_response(int status) {
+  std::lock_guard lock(mutex_);
+  ++http_by_status_[status];
+}
+
+void Metrics::request_finished(const std::string& reason, int64_t prompt_tokens, int64_t generated, double e2e) {
+  std::lock_guard lock(mutex_);
+  ++finished_by_reason_[reason];
+  prompt_tokens_ += static_cast<uint64_t>(prompt_tokens);
+  generation_tokens_ += static_cast<uint64_t>(generated);
+  e2e_.observe(e2e);
+}
+
+void Metrics::observe(Histogram& h, double v) {
+  std::lock_guard lock(mutex_);
+  h.observe(v);
+}
+
+void Metrics::queue_time(double s) { observe(queue_, s); }
+void Metrics::first_token(double s) { observe(ttft_, s); }
+void Metrics::inter_token(double s) { observe(itl_, s); }
+void Metrics::verify(int64_t tokens_emitted) { observe(accept_length_, static_cast<double>(tokens_emitted)); }
+
+void Metrics::spec_request(const SpecStats& s) {
+  std::lock_guard lock(mutex_);
+  drafts_ += static_cast<uint64_t>(s.verifies);
+  draft_tokens_ += static_cast<uint64_t>(s.drafted);
+  accepted_tokens_ += static_cast<uint64_t>(s.accepted);
+  if (accepted_per_pos_.size() < s.depth_accepted.size()) {
+    accepted_per_pos_.resize(s.depth_accepted.size(), 0);
+    reached_per_pos_.resize(s.depth_accepted.size(), 0);
+  }
+  for (size_t d = 0; d < s.depth_accepted.size(); ++d) {
+    accepted_per_pos_[d] += static_cast<uint64_t>(s.depth_accepted[d]);
+    reached_per_pos_[d] += static_cast<uint64_t>(s.depth_reached[d]);
+  }
+}
+
+void Metrics::set_load(int64_t waiting, int64_t running) {
+  std::lock_guard lock(mutex_);
+  waiting_ = waiting;
+  running_ = running;
+}
+
+std::string Metrics::render() const {
+  std::lock_guard lock(mutex_);
+  std::string out;
+  header(out, "eaglet:http_requests_total", "counter", "HTTP responses by status code");
+  for (const auto& [status, n] : http_by_status_)
+    sample(out, "eaglet:http_requests_total", "status=\"" + std::to_string(status) + "\"", static_cast<double>(n));
+  header(out, "eaglet:request_success_total", "counter", "Finished generation requests by finish reason");
+  for (const char* reason : {"stop", "length", "abort"}) {
+    auto it = finished_by_reason_.find(reason);
+    sample(out, "eaglet:request_success_total", std::string("finished_reason=\"") + reason + "\"",
+           it == finished_by_reason_.end() ? 0.0 : static_cast<double>(it->second));
+  }
+  scalar(out, "eaglet:prompt_tokens_total", "counter", "Prompt tokens processed", static_cast<double>(prompt_tokens_));
+  scalar(out, "eaglet:generation_tokens_total", "counter", "Tokens generated",
+         static_cast<double>(generation_tokens_));
+  scalar(out, "eaglet:num_requests_waiting", "gauge", "Requests in the queue", static_cast<double>(waiting_));
+  scalar(out, "eaglet:num_requests_running", "gauge", "Sequences being decoded", static_cast<double>(running_));
+  ttft_.render(out, "eaglet:time_to_first_token_seconds", "Time from arrival to the first generated token");
+  itl_.render(out, "eaglet:inter_token_latency_seconds", "Time between successive generated tokens");
+  e2e_.render(out, "eaglet:e2e_request_latency_seconds", "Time from arrival to the last token");
+  queue_.render(out, "eaglet:request_queue_time_seconds", "Time spent waiting in the queue");
+  scalar(out, "eaglet:spec_decode_num_drafts_total", "counter", "Speculative verify rounds",
+         static_cast<double>(drafts_));
+  scalar(out, "eaglet:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified",
+         static_cast<double>(draft_tokens_));
+  scalar(out, "eaglet:spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted",
+         static_cast<double>(accepted_tokens_));
+  header(out, "eaglet:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+         "Verify rounds that accepted a draft token at depth position (0 = first draft token)");
+  for (size_t d = 0; d < accepted_per_pos_.size(); ++d)
+    sample(out, "eaglet:spec_decode_num_accepted_tokens_per_pos_total", "position=\"" + std::to_string(d) + "\"",
+           static_cast<double>(accepted_per_pos_[d]));
+  header(out, "eaglet:spec_decode_num_reached_per_pos_total", "counter",
+         "Verify rounds whose draft tree reached depth position (the per-position rate's denominator)");
+  for (size_t d = 0; d < reached_per_pos_.size(); ++d)
+    sample(out, "eaglet:spec_decode_num_reached_per_pos_total", "position=\"" + std::to_string(d) + "\"",
+           static_cast<double>(reached_per_pos_[d]));
+  accept_length_.render(out, "eaglet:spec_decode_accept_length",
+                        "Tokens emitted per verify round (accepted drafts + 1)");
+  const double rounds = static_cast<double>(drafts_);
+  scalar(out, "eaglet:spec_accept_length", "gauge", "Mean tokens per verify round since start (0 before any)",
+         rounds > 0 ? (static_cast<double>(accepted_tokens_) + rounds) / rounds : 0.0);
+  scalar(out, "eaglet:spec_accept_rate", "gauge", "Accepted / drafted tokens since start",
+         draft_tokens_ ? static_cast<double>(accepted_tokens_) / static_cast<double>(draft_tokens_) : 0.0);
+  scalar(out, "eaglet:spec_zero_acceptance", "gauge", "1 when 32 or more rounds accepted no draft token at all",
+         drafts_ >= 32 && accepted_tokens_ == 0 ? 1.0 : 0.0);
+  return out;
+}
+
+}  // namespace eaglet::server

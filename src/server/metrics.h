@@ -1,0 +1,53 @@
+#pragma once
+// The server's Prometheus metrics, rendered by hand in the text exposition format. Names are vLLM's with the prefix
+// "eaglet:" (serving-conventions.md §2), so dashboards port by a prefix swap.
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "speculative/stats.h"
+
+namespace eaglet::server {
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size(), 0) {}
+  void observe(double v);
+  void render(std::string& out, const std::string& name, const std::string& help) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket (not cumulative)
+  uint64_t count_ = 0;
+  double sum_ = 0;
+};
+
+class Metrics {
+ public:
+  Metrics();
+  void http_response(int status);
+  void request_finished(const std::string& reason, int64_t prompt_tokens, int64_t generated, double e2e_seconds);
+  void queue_time(double seconds);
+  void first_token(double seconds_since_arrival);
+  void inter_token(double seconds);
+  void verify(int64_t tokens_emitted);      // one speculative round: accepted drafts + 1
+  void spec_request(const SpecStats& s);    // a finished speculative request's totals
+  void set_load(int64_t waiting, int64_t running);
+  std::string render() const;
+
+ private:
+  void observe(Histogram& h, double v);
+
+  mutable std::mutex mutex_;
+  std::map<int, uint64_t> http_by_status_;
+  std::map<std::string, uint64_t> finished_by_reason_;
+  uint64_t prompt_tokens_ = 0, generation_tokens_ = 0;
+  Histogram ttft_, itl_, e2e_, queue_, accept_length_;
+  int64_t waiting_ = 0, running_ = 0;
+  uint64_t drafts_ = 0, draft_tokens_ = 0, accepted_tokens_ = 0;
+  std::vector<uint64_t> accepted_per_pos_, reached_per_pos_;
+};
+
+}  // namespace eaglet::server

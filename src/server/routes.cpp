@@ -1,0 +1,172 @@
+#include "server/routes.h"
+
+#include "server/api_error.h"
+#include "server/page.h"
+#include "server/request.h"
+#include "server/responses.h"
+#include "server/sse.h"
+#include "util/error.h"
+
+namespace eaglet::server {
+
+using httplib::Request;
+using httplib::Response;
+using nlohmann::json;
+
+namespace {
+
+void send_json(Response& res, const json& body, int status = 200) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void send_error(Response& res, const ApiError& e) {
+  if (e.status == 503) res.set_header("Retry-After", "1");
+  send_json(res, e.body(), e.status);
+}
+
+// Every handler answers its failures as OpenAI error objects; none escapes to the HTTP library.
+template <typename F>
+httplib::Server::Handler guarded(F f) {
+  return [f](const Request& req, Response& res) {
+    try {
+      f(req, res);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const Error& e) {
+      send_error(res, ApiError(400, "invalid_request_error", e.what()));
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, "server_error", e.what()));
+    }
+  };
+}
+
+// Checks the prompt and the tokens asked for against the context; returns max_tokens.
+int checked_max_tokens(const GenerationRequest& r, size_t prompt_tokens, int64_t ctx) {
+  const int64_t p = static_cast<int64_t>(prompt_tokens);
+  const int64_t m = r.max_tokens ? *r.max_tokens : r.endpoint == Endpoint::Chat ? ctx - p : 16;
+  if (p + std::max<int64_t>(m, 1) <= ctx) return static_cast<int>(m);
+  ApiError e(400, "invalid_request_error",
+             "this server's context is " + std::to_string(ctx) + " tokens (-c); the prompt has " + std::to_string(p) +
+                 " tokens and max_tokens asks for " + std::to_string(m) + " more (" + std::to_string(p + m) +
+                 " > " + std::to_string(ctx) + "): shorten the prompt or lower max_tokens",
+             r.max_tokens ? "max_tokens" : r.endpoint == Endpoint::Chat ? "messages" : "prompt");
+  e.extra = {{"n_prompt_tokens", p}, {"n_ctx", ctx}};
+  throw e;
+}
+
+void generation(RouteContext& c, const Request& req, Response& res, Endpoint endpoint) {
+  GenerationRequest r = parse_generation_request(req.body, endpoint, c.engine.vocab_size());
+  std::vector<int32_t> prompt = c.engine.prompt_tokens(r);
+  if (prompt.empty()) bad_request("prompt", "the prompt is empty after tokenization");
+  const int max_tokens = checked_max_tokens(r, prompt.size(), c.engine.context());
+  auto job = std::make_shared<Job>(c.next_id++, std::move(r), std::move(prompt), max_tokens);
+  if (c.stopping) throw ApiError(503, "unavailable_error", "the server is shutting down");
+  const bool stream = job->request.stream;
+  if (stream) ++c.open_streams;  // counted before the job can finish, so that shutdown waits for its end
+  switch (c.scheduler.submit(job)) {
+    case Scheduler::Admit::Queued: break;
+    case Scheduler::Admit::Full:
+      if (stream) --c.open_streams;
+      throw ApiError(503, "unavailable_error", "the request queue is full (--max-queue); retry later");
+    case Scheduler::Admit::ShuttingDown:
+      if (stream) --c.open_streams;
+      throw ApiError(503, "unavailable_error", "the server is shutting down");
+  }
+  const ResponseIds ids = response_ids(*job, c.served_model);
+  if (stream) {
+    stream_job(res, job, ids, [&c] { --c.open_streams; });
+    return;
+  }
+  const Job::Update all = job->wait_finished();
+  const JobResult result = job->result();
+  if (!result.error.empty()) throw ApiError(500, "server_error", "generation failed: " + result.error);
+  send_json(res, completion_json(*job, ids, all.text, result));
+}
+
+void tokenize(RouteContext& c, const Request& req, Response& res) {
+  const json j = parse_json_object(req.body);
+  std::vector<int32_t> ids;
+  if (j.contains("messages") && !j["messages"].is_null()) {
+    ids = c.engine.chat_tokens(chat_messages(j["messages"], "messages"));
+  } else {
+    std::optional<std::string> text = opt_string(j, "prompt");
+    if (!text) text = opt_string(j, "content");
+    if (!text) bad_request("prompt", "'prompt' (or 'content' or 'messages') is required");
+    std::optional<bool> special = opt_bool(j, "add_special_tokens");
+    if (!special) special = opt_bool(j, "add_special");
+    ids = c.engine.tokenizer().encode(*text, special.value_or(true));
+  }
+  send_json(res, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", c.engine.context()}});
+}
+
+void detokenize(RouteContext& c, const Request& req, Response& res) {
+  const json j = parse_json_object(req.body);
+  if (!j.contains("tokens") || j["tokens"].is_null()) bad_request("tokens", "'tokens' is required");
+  const std::string text = c.engine.tokenizer().decode(token_ids(j["tokens"], "tokens", c.engine.vocab_size()));
+  send_json(res, {{"prompt", text}, {"content", text}});
+}
+
+json models(const RouteContext& c) {
+  return {{"object", "list"},
+          {"data", json::array({{{"id", c.served_model},
+                                 {"object", "model"},
+                                 {"created", c.started},
+                                 {"owned_by", "eaglet"},
+                                 {"root", c.model_path},
+                                 {"max_model_len", c.engine.context()}}})}};
+}
+
+}  // namespace
+
+void add_routes(httplib::Server& s, RouteContext& c) {
+  s.set_payload_max_length(c.max_body_bytes);
+  s.set_pre_routing_handler([&c](const Request& req, Response& res) {
+    const bool open = req.path == "/health" || req.path == "/v1/health" || req.path == "/";  // the page has no data
+    if (c.api_key.empty() || open || req.get_header_value("Authorization") == "Bearer " + c.api_key)
+      return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, ApiError(401, "authentication_error",
+                             "missing or wrong API key: send the header 'Authorization: Bearer KEY' (--api-key)"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Answers the library produces itself (no route, a body over the limit) get an error object too.
+  s.set_error_handler([&c](const Request& req, Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413)
+      send_error(res, ApiError(400, "invalid_request_error",
+                               "the request body is larger than " + std::to_string(c.max_body_bytes) + " bytes"));
+    else if (res.status == 404)
+      send_error(res, ApiError(404, "not_found_error", "no route " + req.method + " " + req.path));
+    else
+      send_error(res, ApiError(res.status, "invalid_request_error", "the request could not be read"));
+  });
+  s.set_logger([&c](const Request&, const Response& res) { c.metrics.http_response(res.status); });
+
+  s.Get("/", [](const Request&, Response& res) {
+    res.set_content(std::string(index_page()), "text/html; charset=utf-8");
+  });
+  auto health = guarded([&c](const Request&, Response& res) {
+    if (c.stopping) throw ApiError(503, "unavailable_error", "the server is shutting down");
+    send_json(res, {{"status", "ok"}});
+  });
+  s.Get("/health", health);
+  s.Get("/v1/health", health);
+  auto list_models = guarded([&c](const Request&, Response& res) { send_json(res, models(c)); });
+  s.Get("/v1/models", list_models);
+  s.Get("/models", list_models);
+  s.Get("/metrics", guarded([&c](const Request&, Response& res) {
+          res.set_content(c.metrics.render(), "text/plain; version=0.0.4");
+        }));
+  s.Post("/v1/completions",
+         guarded([&c](const Request& req, Response& res) { generation(c, req, res, Endpoint::Completions); }));
+  s.Post("/v1/chat/completions",
+         guarded([&c](const Request& req, Response& res) { generation(c, req, res, Endpoint::Chat); }));
+  auto tok = guarded([&c](const Request& req, Response& res) { tokenize(c, req, res); });
+  s.Post("/tokenize", tok);
+  s.Post("/v1/tokenize", tok);
+  auto detok = guarded([&c](const Request& req, Response& res) { detokenize(c, req, res); });
+  s.Post("/detokenize", detok);
+  s.Post("/v1/detokenize", detok);
+}
+
+}  // namespace eaglet::server

@@ -1,0 +1,45 @@
+#pragma once
+// A bounded FIFO of jobs and the one thread that owns the models and decodes them.
+//
+// Phase 1 runs one sequence at a time. The queue/running split is the shape batching needs: `running_` is the set of
+// sequences a step would advance together, admitted from the queue while a batch has room.
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "server/engine.h"
+#include "server/job.h"
+#include "server/metrics.h"
+
+namespace eaglet::server {
+
+class Scheduler {
+ public:
+  Scheduler(Engine& engine, Metrics& metrics, size_t max_queue);
+  ~Scheduler();
+
+  enum class Admit { Queued, Full, ShuttingDown };
+  Admit submit(std::shared_ptr<Job> job);
+  // Refuses new jobs, cancels the queued and running ones (they finish with "abort"), joins the thread.
+  void shutdown();
+
+ private:
+  void loop();
+  void publish_load();  // holds mutex_
+
+  Engine& engine_;
+  Metrics& metrics_;
+  const size_t max_queue_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::vector<std::shared_ptr<Job>> running_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace eaglet::server

@@ -1,0 +1,89 @@
+#include "server/server.h"
+
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "server/routes.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace eaglet::server {
+
+namespace {
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Waits for the open streams to send their last events (at most `limit`), so that stopping cuts none short.
+void wait_for_streams(const RouteContext& c, std::chrono::seconds limit) {
+  const auto until = Clock::now() + limit;
+  while (c.open_streams > 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+}  // namespace
+
+int serve(const ServerOptions& o) {
+  // SIGTERM and SIGINT are taken by one thread (sigwait); blocked here, before any thread exists, so all inherit it.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the server
+  set_num_threads(o.threads);
+
+  Engine engine(o.engine);
+  Metrics metrics;
+  Scheduler scheduler(engine, metrics, o.max_queue);
+  RouteContext context{engine, scheduler, metrics};
+  context.served_model = o.served_model_name.empty() ? o.engine.model : o.served_model_name;
+  context.model_path = o.engine.model;
+  context.api_key = o.api_key;
+  context.max_body_bytes = o.max_body_bytes;
+  context.started = unix_now();
+
+  httplib::Server http;
+  // Enough HTTP threads for every queued request to wait on its own, plus room for /health and /metrics.
+  const size_t http_threads = o.max_queue + 8;
+  http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+  // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which lets a second server take a port in use.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  add_routes(http, context);
+  const int port = o.port == 0 ? http.bind_to_any_port(o.host) : (http.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port < 0) {
+    scheduler.shutdown();
+    fail("serve: cannot listen on ", o.host, ":", o.port,
+         " (the port is in use or the host is no address of this machine): pick another --port or --host");
+  }
+  std::fprintf(stderr, "eaglet serve: listening on http://%s:%d (model %s, %s, context %lld tokens, queue %zu)\n",
+               o.host.c_str(), port, context.served_model.c_str(), engine.speculative() ? "eagle3" : "target alone",
+               static_cast<long long>(engine.context()), o.max_queue);
+
+  std::thread stopper([&] {
+    int received = 0;
+    sigwait(&stop_signals, &received);
+    std::fprintf(stderr, "eaglet serve: %s: no new requests; cancelling the running and queued ones\n",
+                 received == SIGTERM ? "SIGTERM" : "SIGINT");
+    context.stopping = true;
+    scheduler.shutdown();
+    wait_for_streams(context, std::chrono::seconds(10));
+    http.stop();
+  });
+  const bool listened = http.listen_after_bind();
+  const bool by_signal = context.stopping;
+  if (!by_signal) pthread_kill(stopper.native_handle(), SIGTERM);  // listening failed: end the stopper
+  stopper.join();
+  if (!listened && !by_signal) fail("serve: the HTTP server stopped unexpectedly on ", o.host, ":", port);
+  std::fprintf(stderr, "eaglet serve: stopped\n");
+  return 0;
+}
+
+}  // namespace eaglet::server

@@ -1,0 +1,25 @@
+#pragma once
+// eaglet serve: an OpenAI-compatible HTTP server over one target (and optionally an EAGLE-3 drafter).
+#include <cstddef>
+#include <string>
+
+#include "server/engine.h"
+
+namespace eaglet::server {
+
+struct ServerOptions {
+  EngineOptions engine;
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (the one chosen is printed)
+  std::string api_key;            // non-empty: every route but /health needs "Authorization: Bearer KEY"
+  std::string served_model_name;  // default: the -m path as given
+  size_t max_queue = 32;          // waiting requests beyond the running one; more get 503
+  size_t max_body_bytes = 1 << 22;
+  int threads = 0;                // compute threads (0: all cores)
+};
+
+// Loads the models, listens, and serves until SIGTERM or SIGINT: then it stops accepting, cancels what is queued and
+// running (finish_reason "abort"), ends the open streams and returns 0.
+int serve(const ServerOptions& options);
+
+}  // namespace eaglet::server
