@@ -67,7 +67,7 @@ Command add_hidden(CLI::App& app) {
                   "Layer ids, HF hidden_states meaning: i = input of layer i, L = final pre-norm output "
                   "(default 2,L/2,L-3)");
   cmd->add_option("--out", a->out, "Output .safetensors file")->required();
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
+  add_threads_option(*cmd, a->threads);
   return [a] { return run_hidden(*a); };
 }
 

@@ -1,11 +1,33 @@
 #include "cli/common.h"
 
+#include <cstdio>
 #include <fstream>
 
 #include "io/json_util.h"
 #include "util/error.h"
 
 namespace eaglet::cli {
+
+CLI::Validator at_least(int min) {
+  return CLI::Validator(
+      [min](std::string& input) -> std::string {
+        double value = 0;
+        if (CLI::detail::lexical_cast(input, value) && value >= min) return {};
+        return "expected a number >= " + std::to_string(min) + ", found " + input;
+      },
+      "INT>=" + std::to_string(min));
+}
+
+void add_threads_option(CLI::App& cmd, int& threads, const std::string& names) {
+  cmd.add_option(names, threads, "Threads (default or 0: all cores)")->check(CLI::Range(0, kMaxThreads));
+}
+
+void warn_past_trained_positions(int64_t context, int64_t max_position_embeddings, const std::string& config_file) {
+  if (context > max_position_embeddings)
+    std::fprintf(stderr, "warning: a context of %lld tokens goes past max_position_embeddings %lld of %s: the model "
+                 "was never trained on the positions beyond it\n", static_cast<long long>(context),
+                 static_cast<long long>(max_position_embeddings), config_file.c_str());
+}
 
 void TextInput::add_to(CLI::App& cmd, const std::string& text_help) {
   text_option = cmd.add_option("-p,--prompt", text, text_help);
