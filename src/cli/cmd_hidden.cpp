@@ -31,6 +31,7 @@ std::string join(const std::vector<int>& v) {
 
 int run_hidden(const HiddenArgs& a) {
   set_num_threads(a.threads);
+  refuse_to_overwrite_model(a.out, a.model);
   Tokenizer tokenizer = Tokenizer::load(a.model);
   auto model = Transformer::load(a.model);
   check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);

@@ -1,6 +1,7 @@
 #include "cli/common.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "io/json_util.h"
@@ -27,6 +28,14 @@ void warn_past_trained_positions(int64_t context, int64_t max_position_embedding
     std::fprintf(stderr, "warning: a context of %lld tokens goes past max_position_embeddings %lld of %s: the model "
                  "was never trained on the positions beyond it\n", static_cast<long long>(context),
                  static_cast<long long>(max_position_embeddings), config_file.c_str());
+}
+
+void refuse_to_overwrite_model(const std::string& out, const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_regular_file(out) || !fs::is_directory(model_dir)) return;
+  for (const auto& entry : fs::directory_iterator(model_dir))
+    if (fs::equivalent(entry.path(), out))
+      fail(out, ": is a file of the model being read (", model_dir, "); write to another path (--out)");
 }
 
 void TextInput::add_to(CLI::App& cmd, const std::string& text_help) {

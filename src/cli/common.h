@@ -18,6 +18,9 @@ void add_threads_option(CLI::App& cmd, int& threads, const std::string& names = 
 // A warning line on stderr when `context` tokens go beyond the positions the model was trained for.
 void warn_past_trained_positions(int64_t context, int64_t max_position_embeddings, const std::string& config_file);
 
+// An Error when `out` is an existing file of `model_dir` (writing it would destroy the model being read).
+void refuse_to_overwrite_model(const std::string& out, const std::string& model_dir);
+
 // A text given as -p TEXT or -f FILE (exactly one).
 struct TextInput {
   std::string text, file;

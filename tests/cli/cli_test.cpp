@@ -131,6 +131,14 @@ TEST(Cli, HiddenWritesTheCapturedLayers) {
   const auto bad = run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -p x --layers 2,9 --out " + out));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.err, HasSubstr("layer 9 does not exist"));
+  // --out naming the model's own weights would destroy them: refused, the file intact.
+  const std::string model_copy = file_dir + "/model";
+  fs::copy(tiny("llama_fp32"), model_copy, fs::copy_options::recursive);
+  const std::string weights = test::read_file(model_copy + "/model.safetensors");
+  const auto own = run_command(eaglet("hidden -m " + model_copy + " -p x --out " + model_copy + "/./model.safetensors"));
+  EXPECT_EQ(own.exit_code, 1);
+  EXPECT_THAT(own.err, HasSubstr("is a file of the model being read"));
+  EXPECT_EQ(test::read_file(model_copy + "/model.safetensors"), weights);
 }
 
 TEST(Cli, ChatFormatsThePrompt) {
