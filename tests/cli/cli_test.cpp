@@ -324,6 +324,9 @@ TEST(BadInputCli, HostileValuesFailCleanly) {
   expect_clean_failure(run_command(eaglet("bench -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
                                           "/drafters/eagle_official --prompts /dev/null --setting 100000,1,100001")),
                        1, "--setting");
+  expect_clean_failure(run_command(eaglet("bench -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
+                                          "/drafters/eagle_official --prompts /dev/null --setting 2,1,3")),
+                       1, "/dev/null: no prompts");
 }
 
 }  // namespace
