@@ -7,6 +7,7 @@
 #include "bench/bench.h"
 #include "bench/synthetic.h"
 #include "drafter/eagle3_drafter.h"
+#include "io/json_util.h"
 #include "drafter/eagle3_proposer.h"
 #include "generate/generation.h"
 #include "io/prompts_file.h"
@@ -64,7 +65,6 @@ int run_speculative(const BenchArgs& a) {
   auto target = Transformer::load(target_dir);
   auto drafter = Eagle3Drafter::load(drafter_dir, *target, {.aux_convention = aux_convention_flag(a.spec.aux_convention)});
   Eagle3Proposer proposer(*drafter);
-  std::fprintf(stderr, "%s\n", drafter->describe().c_str());
   std::vector<std::vector<int32_t>> prompts;
   if (a.echo_pair) {  // no tokenizer: random token prompts
     std::mt19937 rng(21);
@@ -78,6 +78,7 @@ int run_speculative(const BenchArgs& a) {
     check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
     for (const auto& p : read_prompts_file(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
   }
+  std::fprintf(stderr, "%s\n", drafter->describe().c_str());  // after the prompts: a bad file fails with one line
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
 
   Totals plain;

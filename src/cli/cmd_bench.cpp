@@ -1,6 +1,7 @@
 // eaglet bench: flags and dispatch; the benchmarks live in src/bench (see bench/bench.h).
 #include "bench/bench.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "cli/spec_flags.h"
 #include "util/error.h"
 
@@ -11,26 +12,32 @@ Command add_bench(CLI::App& app) {
   auto a = std::make_shared<bench::BenchArgs>();
   cmd->add_flag("--plain", a->plain, "Plain decoding: prefill and decode tok/s, decode GB/s");
   cmd->add_flag("--cost-curve", a->cost_curve, "Time of one forward over M = 1..64 new tokens, as T(M)/T(1)");
-  cmd->add_option("--batch-sizes", a->batch_sizes, "M values for --cost-curve")->delimiter(',');
-  cmd->add_option("--contexts", a->contexts, "Cached context lengths for --cost-curve")->delimiter(',');
-  cmd->add_option("--repeats", a->repeats, "Timings per point (the best is kept)")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch-sizes", a->batch_sizes, "M values for --cost-curve")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--contexts", a->contexts, "Cached context lengths for --cost-curve")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--repeats", a->repeats, "Timings per point (the best is kept)")->check(at_least(1));
   cmd->add_flag("--drafter-step", a->drafter_step,
                 "With --cost-curve: time one drafter step against a target step (synthetic drafter of the shape, or -d)");
-  cmd->add_option("--draft-vocab", a->draft_vocab, "Draft vocabulary of the synthetic drafter")->check(CLI::PositiveNumber);
+  cmd->add_option("--draft-vocab", a->draft_vocab, "Draft vocabulary of the synthetic drafter")->check(at_least(1));
   cmd->add_option("-m,--model", a->model, "Target model folder (--plain: default a synthetic model of --shape)");
   cmd->add_option("--shape", a->shape, "Synthetic model shape for --plain: 1b (Llama-3.2-1B) or 8b (Llama-3.1-8B)");
   cmd->add_option("--synthetic-dir", a->synthetic_dir, "Where synthetic models are written");
   cmd->add_option("--prompt-tokens", a->prompt_tokens, "Prefill length (--plain, --echo-pair)")->check(CLI::Range(8, 8192));
-  cmd->add_option("--decode-tokens", a->decode_tokens, "Decode steps (--plain)")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", a->threads, "Thread counts to measure (--plain), e.g. --threads 1,2")->delimiter(',');
+  cmd->add_option("--decode-tokens", a->decode_tokens, "Decode steps (--plain)")->check(at_least(1));
+  cmd->add_option("--threads", a->threads, "Thread counts to measure (--plain), e.g. --threads 1,2")
+      ->delimiter(',')
+      ->check(CLI::Range(1, kMaxThreads));
   cmd->add_option("--prompts", a->prompts_file, "Prompt file: JSON lines with a 'prompt' field, or one prompt per line");
-  cmd->add_option("--num-prompts", a->num_prompts, "Use only the first N prompts")->check(CLI::NonNegativeNumber);
-  cmd->add_option("-n,--max-tokens", a->max_tokens, "Tokens generated per prompt")->check(CLI::PositiveNumber);
+  cmd->add_option("--num-prompts", a->num_prompts, "Use only the first N prompts")->check(at_least(0));
+  cmd->add_option("-n,--max-tokens", a->max_tokens, "Tokens generated per prompt")->check(at_least(1));
   cmd->add_option("--setting", a->settings, "Draft settings steps,topk,draft_tokens (repeatable; topk 1 = chain); the --speculative-* flags give one setting instead");
   cmd->add_option("--temp", a->sampling.temperature, "Temperature (> 0 reports both verification schemes)")
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--seed", a->sampling.seed, "Sampling seed");
-  cmd->add_option("-t", a->bench_threads, "Threads for the speculative benchmark (default: all cores)");
+  add_threads_option(*cmd, a->bench_threads, "-t");
   cmd->add_flag("--echo-pair", a->echo_pair,
                 "Speculative benchmark on a synthetic pair of --shape: a bigram target and a drafter built to match it "
                 "(random prompts of --prompt-tokens)");

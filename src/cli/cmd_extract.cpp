@@ -45,20 +45,20 @@ Command add_extract(CLI::App& app) {
   cmd->add_option("--out", o.out_dir, "Output folder (a rerun resumes: finished shards are kept)")->required();
   cmd->add_option("--layers", a->layers, "Aux layers, HF hidden_states ids (default 2,L/2,L-3)");
   cmd->add_option("--max-tokens", o.max_tokens, "Stop after this many tokens (0: the whole file)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   cmd->add_option("--max-length", o.max_length, "Cut rows to this many tokens")->check(CLI::Range(2, 1 << 20));
-  cmd->add_option("--rows-per-shard", o.rows_per_shard, "Rows per shard file")->check(CLI::PositiveNumber);
+  cmd->add_option("--rows-per-shard", o.rows_per_shard, "Rows per shard file")->check(at_least(1));
   cmd->add_option("--draft-vocab", o.draft_vocab, "Draft vocabulary size (default min(32000, target vocab))")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   cmd->add_flag("--regenerate", o.regenerate,
                 "Replace every assistant turn with the target's own reply to the turns before it (greedy unless --temp)");
   cmd->add_option("--temp", o.sampling.temperature, "--regenerate: temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--top-p", o.sampling.top_p, "--regenerate: nucleus mass")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--top-k", o.sampling.top_k, "--regenerate: top-k (0 = all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", o.sampling.top_k, "--regenerate: top-k (0 = all)")->check(at_least(0));
   cmd->add_option("--seed", o.sampling.seed, "--regenerate: seed (each reply's follows from it and its order)");
   cmd->add_option("--regenerate-max-tokens", o.regenerate_max_tokens, "--regenerate: longest reply")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
+      ->check(at_least(1));
+  add_threads_option(*cmd, a->threads);
   cmd->add_flag("-q,--quiet", a->quiet, "No progress line");
   return [a] { return run_extract_command(*a); };
 }

@@ -45,14 +45,15 @@ int run_generate(const GenerateArgs& a) {
   }
   std::vector<int32_t> prompt;
   if (a.chat) {
-    const std::string text = render_chat(detect_chat_format(a.model), {{"user", a.prompt}});
+    const std::string text = render_chat(chat_format_for(a.model, tokenizer), {{"user", a.prompt}});
     prompt = tokenizer.encode(text, /*add_bos=*/false);
   } else {
     prompt = tokenizer.encode(a.prompt, tokenizer.adds_bos());
   }
-  if (a.echo) std::cout << a.prompt << std::flush;
   const GenerationLimits limits{a.n_predict, a.ctx, model->config().eos_token_ids, a.batch};
+  if (a.echo) std::cout << a.prompt << std::flush;
   StreamingDetokenizer detok(tokenizer);
+  detok.skip(prompt);
   const TokenSink stream = [&](int32_t token) {
     std::cout << detok.push(token) << std::flush;
     return true;
@@ -78,8 +79,14 @@ int run_generate(const GenerateArgs& a) {
                                          observe)
                   : SpeculativeResult{generate_plain(*model, prompt, a.sampling, limits, stream)};
   std::cout << detok.flush() << std::flush;
+  std::fprintf(stderr, "\n");
+  warn_past_trained_positions(generation_context(prompt, limits), model->config().max_position_embeddings,
+                              model->config().file);
+  if (r.context_full)
+    std::fprintf(stderr, "note: the context of %lld tokens is full after %zu generated tokens (raise -c/--ctx)\n",
+                 static_cast<long long>(generation_context(prompt, limits)), r.tokens.size());
   const double n_out = static_cast<double>(r.tokens.size());
-  std::fprintf(stderr, "\n\nprompt: %zu tokens in %.3f s (%.2f tok/s)\n", prompt.size(), r.prefill_seconds,
+  std::fprintf(stderr, "\nprompt: %zu tokens in %.3f s (%.2f tok/s)\n", prompt.size(), r.prefill_seconds,
                static_cast<double>(prompt.size()) / r.prefill_seconds);
   std::fprintf(stderr, "decode: %zu tokens in %.3f s (%.2f tok/s, %d threads%s)\n", r.tokens.size(), r.decode_seconds,
                r.decode_seconds > 0 ? n_out / r.decode_seconds : 0.0, thread_pool().size(),
@@ -107,15 +114,15 @@ Command add_generate(CLI::App& app) {
       ->required();
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text")->required();
   cmd->add_flag("--chat", a->chat, "Wrap the prompt in the model's chat format (Llama-3, ChatML, Llama-2)");
-  cmd->add_option("-n,--n-predict", a->n_predict, "Number of tokens to generate")->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--n-predict", a->n_predict, "Number of tokens to generate")->check(at_least(1));
   cmd->add_option("--temp", a->sampling.temperature, "Temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--top-p", a->sampling.top_p, "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top-k", a->sampling.top_k, "Keep only the k most likely tokens (0 = all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   cmd->add_option("--seed", a->sampling.seed, "Random seed for sampling");
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
-  cmd->add_option("-c,--ctx", a->ctx, "Context size in tokens (default: prompt + n)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("-b,--batch", a->batch, "Prompt tokens per prefill forward")->check(CLI::PositiveNumber);
+  add_threads_option(*cmd, a->threads);
+  cmd->add_option("-c,--ctx", a->ctx, "Context size in tokens (default: prompt + n)")->check(at_least(0));
+  cmd->add_option("-b,--batch", a->batch, "Prompt tokens per prefill forward")->check(at_least(1));
   cmd->add_flag("--echo", a->echo, "Print the prompt before the continuation");
   cmd->add_flag("--compare", a->compare, "Also run the target alone on the same prompt and print the speedup");
   cmd->add_flag("--allow-unused-tensors", a->allow_unused,

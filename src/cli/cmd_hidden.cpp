@@ -31,6 +31,7 @@ std::string join(const std::vector<int>& v) {
 
 int run_hidden(const HiddenArgs& a) {
   set_num_threads(a.threads);
+  refuse_to_overwrite_model(a.out, a.model);
   Tokenizer tokenizer = Tokenizer::load(a.model);
   auto model = Transformer::load(a.model);
   check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
@@ -67,7 +68,7 @@ Command add_hidden(CLI::App& app) {
                   "Layer ids, HF hidden_states meaning: i = input of layer i, L = final pre-norm output "
                   "(default 2,L/2,L-3)");
   cmd->add_option("--out", a->out, "Output .safetensors file")->required();
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
+  add_threads_option(*cmd, a->threads);
   return [a] { return run_hidden(*a); };
 }
 

@@ -39,6 +39,7 @@ int run_perplexity(const PerplexityArgs& a) {
   if (windows == 0)
     fail(a.file, ": has ", tokens.size(), " tokens, fewer than one window of --ctx ", a.ctx);
   KVCache cache = model->make_cache(a.ctx);
+  warn_past_trained_positions(a.ctx, model->config().max_position_embeddings, model->config().file);
   double nll = 0.0;
   int64_t scored = 0;
   Timer timer;
@@ -71,8 +72,8 @@ Command add_perplexity(CLI::App& app) {
   cmd->add_option("-m,--model", a->model, "Hugging Face model folder")->required();
   cmd->add_option("-f,--file", a->file, "Text file")->required();
   cmd->add_option("-c,--ctx", a->ctx, "Window length in tokens")->check(CLI::Range(2, 1 << 20));
-  cmd->add_option("-b,--batch", a->batch, "Tokens per forward")->check(CLI::PositiveNumber);
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)");
+  cmd->add_option("-b,--batch", a->batch, "Tokens per forward")->check(at_least(1));
+  add_threads_option(*cmd, a->threads);
   return [a] { return run_perplexity(*a); };
 }
 

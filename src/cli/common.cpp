@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,35 @@
 #include "util/error.h"
 
 namespace eaglet::cli {
+
+CLI::Validator at_least(int min) {
+  return CLI::Validator(
+      [min](std::string& input) -> std::string {
+        double value = 0;
+        if (CLI::detail::lexical_cast(input, value) && value >= min) return {};
+        return "expected a number >= " + std::to_string(min) + ", found " + input;
+      },
+      "INT>=" + std::to_string(min));
+}
+
+void add_threads_option(CLI::App& cmd, int& threads, const std::string& names) {
+  cmd.add_option(names, threads, "Threads (default or 0: all cores)")->check(CLI::Range(0, kMaxThreads));
+}
+
+void warn_past_trained_positions(int64_t context, int64_t max_position_embeddings, const std::string& config_file) {
+  if (context > max_position_embeddings)
+    std::fprintf(stderr, "warning: a context of %lld tokens goes past max_position_embeddings %lld of %s: the model "
+                 "was never trained on the positions beyond it\n", static_cast<long long>(context),
+                 static_cast<long long>(max_position_embeddings), config_file.c_str());
+}
+
+void refuse_to_overwrite_model(const std::string& out, const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_regular_file(out) || !fs::is_directory(model_dir)) return;
+  for (const auto& entry : fs::directory_iterator(model_dir))
+    if (fs::equivalent(entry.path(), out))
+      fail(out, ": is a file of the model being read (", model_dir, "); write to another path (--out)");
+}
 
 void TextInput::add_to(CLI::App& cmd, const std::string& text_help) {
   text_option = cmd.add_option("-p,--prompt", text, text_help);

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the subcommands.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -8,6 +9,18 @@
 #include "util/timer.h"
 
 namespace eaglet::cli {
+
+// A lower bound whose message states it (CLI11's PositiveNumber and NonNegativeNumber print a bound of 1.8e308).
+CLI::Validator at_least(int min);
+// -t/--threads N: 0 (the default) means all cores; a negative count or more than kMaxThreads is a usage error.
+constexpr int kMaxThreads = 1024;
+void add_threads_option(CLI::App& cmd, int& threads, const std::string& names = "-t,--threads");
+
+// A warning line on stderr when `context` tokens go beyond the positions the model was trained for.
+void warn_past_trained_positions(int64_t context, int64_t max_position_embeddings, const std::string& config_file);
+
+// An Error when `out` is an existing file of `model_dir` (writing it would destroy the model being read).
+void refuse_to_overwrite_model(const std::string& out, const std::string& model_dir);
 
 // A text given as -p TEXT or -f FILE (exactly one).
 struct TextInput {

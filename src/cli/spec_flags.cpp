@@ -1,5 +1,7 @@
 #include "cli/spec_flags.h"
 
+#include "cli/common.h"
+
 namespace eaglet::cli {
 
 void add_spec_flags(CLI::App& cmd, SpecOptions& o, bool log_every) {
@@ -20,7 +22,7 @@ void add_spec_flags(CLI::App& cmd, SpecOptions& o, bool log_every) {
       ->check(CLI::IsMember({"input", "output"}));
   if (log_every)
     cmd.add_option("--log-every", o.log_every, "Print the acceptance line and the round's time split every N verifies")
-        ->check(CLI::NonNegativeNumber);
+        ->check(at_least(0));
 }
 
 }  // namespace eaglet::cli

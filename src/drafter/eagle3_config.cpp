@@ -109,6 +109,25 @@ BlockSpec DrafterConfig::block(int64_t layer) const {
   return b;
 }
 
+namespace {
+
+// A Hugging Face causal LM config with none of a drafter's marks: an architecture no drafter layout uses, or the
+// Llama one (shared with EAGLE drafters) with more than one layer and no drafter key.
+bool looks_like_target(const json& j, const std::string& architecture) {
+  for (const Eagle3Layout* l : eagle3_layouts())
+    for (const std::string& name : l->architectures)
+      if (name == architecture) {
+        for (const char* key : {"draft_vocab_size", "target_hidden_size", "eagle_config",
+                                "eagle_aux_hidden_state_layer_ids", "speculators_config", "transformer_layer_config"})
+          if (j.contains(key)) return false;
+        const auto layers = j.find("num_hidden_layers");
+        return layers != j.end() && layers->is_number_integer() && layers->get<int64_t>() > 1;
+      }
+  return architecture.ends_with("ForCausalLM");
+}
+
+}  // namespace
+
 DrafterConfig DrafterConfig::load(const std::string& dir) {
   namespace fs = std::filesystem;
   DrafterConfig c;
@@ -122,6 +141,10 @@ DrafterConfig DrafterConfig::load(const std::string& dir) {
   if (!archs.is_array() || archs.size() != 1 || !archs[0].is_string())
     fail(c.file, ": 'architectures' must list one architecture, found ", archs.dump());
   c.architecture = archs[0].get<std::string>();
+  if (looks_like_target(j, c.architecture))
+    fail(dir, ": this is a target model (architectures: ", c.architecture,
+         "), not an EAGLE-3 drafter: give the target with -m and the EAGLE-3 drafter's folder (one decoder layer, "
+         "midlayer.* or layers.0.* tensors) with -d");
   const Eagle3Layout* layout = nullptr;
   for (const Eagle3Layout* l : eagle3_layouts())
     for (const std::string& name : l->architectures)

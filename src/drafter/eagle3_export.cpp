@@ -118,6 +118,11 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
   const int64_t n_aux = static_cast<int64_t>(d.aux_layers().size());
   const TensorView& fc = *src.find("fc.weight");
   if (fs::exists(out_dir) && !fs::is_directory(out_dir)) fail(out_dir, ": exists and is not a folder");
+  // Writing over the files being read (memory-mapped) would destroy the source midway.
+  for (const std::string& source : {c.dir, t.dir})
+    if (fs::exists(out_dir) && fs::equivalent(out_dir, source))
+      fail(out_dir, ": is the folder of the ", source == c.dir ? "drafter" : "target",
+           " being read; write the converted drafter to another folder (--out)");
 
   std::vector<TensorToWrite> out;
   // Every weight on the source's list, renamed to the destination's layer prefix, bytes and dtype unchanged.

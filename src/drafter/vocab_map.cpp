@@ -1,6 +1,7 @@
 #include "drafter/vocab_map.h"
 
 #include <cstring>
+#include <string>
 
 #include "util/error.h"
 
@@ -38,11 +39,18 @@ std::vector<bool> read_mask(const TensorView& t, const std::string& file) {
   return m;
 }
 
+// The target id of draft id i for the offset d2t[i]; -1 when outside [0, target_vocab) (computed without overflow).
+int64_t offset_target(size_t i, int64_t offset, int64_t target_vocab) {
+  const int64_t draft_id = static_cast<int64_t>(i);
+  if (offset < -draft_id || offset >= target_vocab - draft_id) return -1;
+  return draft_id + offset;
+}
+
 // Target ids for a d2t read as offsets (true) or absolute ids (false); empty if that reading is invalid.
 std::vector<int32_t> targets(const std::vector<int64_t>& d2t, int64_t target_vocab, bool offsets) {
   std::vector<int32_t> out(d2t.size());
   for (size_t i = 0; i < d2t.size(); ++i) {
-    const int64_t t = offsets ? static_cast<int64_t>(i) + d2t[i] : d2t[i];
+    const int64_t t = offsets ? offset_target(i, d2t[i], target_vocab) : d2t[i];
     if (t < 0 || t >= target_vocab || (i > 0 && t <= out[i - 1])) return {};
     out[i] = static_cast<int32_t>(t);
   }
@@ -95,9 +103,12 @@ VocabMap VocabMap::build(const TensorView* d2t_view, const TensorView* t2d_view,
                "fix the checkpoint with d2t = d2t - arange(", draft_vocab, ")");
   if (as_offsets.empty()) {
     for (size_t i = 0; i < d2t.size(); ++i) {
-      const int64_t t = static_cast<int64_t>(i) + d2t[i];
-      if (t < 0 || t >= target_vocab)
-        fail(file, ": d2t maps draft id ", i, " to target id ", t, " (= ", i, " + ", d2t[i],
+      const int64_t t = offset_target(i, d2t[i], target_vocab);
+      int64_t sum = 0;
+      const bool wraps = __builtin_add_overflow(static_cast<int64_t>(i), d2t[i], &sum);
+      if (t < 0)
+        fail(file, ": d2t maps draft id ", i, " to target id ",
+             wraps ? std::string("beyond 2^63") : std::to_string(sum), " (= ", i, " + ", d2t[i],
              "), outside the target vocabulary of ", target_vocab);
       if (i > 0 && t <= static_cast<int64_t>(i) - 1 + d2t[i - 1])
         fail(file, ": d2t target ids must be strictly increasing, but draft ids ", i - 1, " and ", i, " map to ",

@@ -40,7 +40,11 @@ GenerationResult generate_plain(Transformer& target, std::span<const int32_t> pr
   TokenCollector out(limits, sink, r.tokens);
   Timer decode;
   int32_t token = sampler.sample({target.logits_row(0), V});
-  while (out.push(token) && cache.size() < ctx) {
+  while (out.push(token)) {
+    if (cache.size() >= ctx) {
+      r.context_full = true;
+      break;
+    }
     target.forward(cache, {.tokens = {&token, 1}});
     cache.commit_all();
     ++r.decode_forwards;

@@ -23,6 +23,7 @@ struct GenerationResult {
   std::vector<int32_t> tokens;
   double prefill_seconds = 0, decode_seconds = 0;
   int decode_forwards = 0;  // target forwards after the prefill
+  bool context_full = false;  // stopped because the context was full (not at EOS, the limit or the sink's request)
 };
 
 using TokenSink = std::function<bool(int32_t)>;  // return false to stop
@@ -42,6 +43,7 @@ class TokenCollector {
 };
 
 // The context a generation needs (limits.context, or prompt + max_tokens + 1); an empty or too long prompt is an Error.
+// A context of C tokens holds C cached positions: generation ends once the token at position C is produced.
 int64_t generation_context(std::span<const int32_t> prompt, const GenerationLimits& limits);
 
 GenerationResult generate_plain(Transformer& target, std::span<const int32_t> prompt, const SamplingParams& sampling,

@@ -17,12 +17,16 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  const std::string text = read_file(path);
+nlohmann::json read_json_file(const std::string& path) { return parse_json(read_file(path), path); }
+
+nlohmann::json parse_json(std::string_view text, const std::string& where,
+                          const nlohmann::json::parser_callback_t& callback) {
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    fail(where, ": not valid JSON (a NUL byte at offset ", nul, ")");
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text.begin(), text.end(), callback);
   } catch (const nlohmann::json::exception& e) {
-    fail(path, ": not valid JSON (", e.what(), ")");
+    fail(where, ": not valid JSON (", e.what(), ")");
   }
 }
 

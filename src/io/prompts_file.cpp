@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "io/json_util.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -17,12 +18,7 @@ std::vector<std::string> read_prompts_file(const std::string& path, int limit) {
     ++line_no;
     if (line.empty()) continue;
     if (line[0] == '{') {
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        fail(path, ":", line_no, ": not valid JSON (", e.what(), ")");
-      }
+      const nlohmann::json j = parse_json(line, path + ":" + std::to_string(line_no));
       if (!j.contains("prompt") || !j["prompt"].is_string()) fail(path, ":", line_no, ": no string field 'prompt'");
       prompts.push_back(j["prompt"].get<std::string>());
     } else {

@@ -140,11 +140,7 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
       fail(path, ": tensor '", parsed.get<std::string>(), "' appears twice in the header");
     return true;
   };
-  try {
-    header = nlohmann::json::parse(header_begin, header_begin + header_len, no_duplicates);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, ": header is not valid JSON (", e.what(), ")");
-  }
+  header = parse_json({header_begin, static_cast<size_t>(header_len)}, path + ": header", no_duplicates);
   if (!header.is_object()) fail(path, ": header must be a JSON object, found ", header.type_name());
   const std::byte* buffer = base + 8 + header_len;
   const uint64_t buffer_size = size - 8 - header_len;

@@ -22,12 +22,21 @@ std::vector<float> default_inv_freq(double theta, int64_t head_dim) {
   return inv;
 }
 
+// RoPE parameters are used in float32 (as HF computes them): a value that rounds to 0 or infinity there would turn
+// every frequency into 0, infinity or NaN.
+void check_float32_positive(double value, const std::string& where, const char* key) {
+  const float f = static_cast<float>(value);
+  if (!(f > 0.0f) || !std::isfinite(f))
+    fail(where, ": field '", key, "' must be a positive float32 number, found ", value);
+}
+
 }  // namespace
 
 RopeConfig RopeConfig::parse(const json& j, const std::string& file, double default_theta) {
   RopeConfig r;
   r.theta = json_number(j, file, "rope_theta", default_theta);
-  if (r.theta <= 0) fail(file, ": field 'rope_theta' must be positive, found ", r.theta);
+  if (!(r.theta >= 1.0)) fail(file, ": field 'rope_theta' must be at least 1, found ", r.theta);
+  check_float32_positive(r.theta, file, "rope_theta");
   if (json_number(j, file, "partial_rotary_factor", 1.0) != 1.0)
     fail(file, ": field 'partial_rotary_factor' other than 1.0 is not supported");
   auto it = j.find("rope_scaling");
@@ -49,12 +58,17 @@ RopeConfig RopeConfig::parse(const json& j, const std::string& file, double defa
     r.low_freq_factor = json_number(s, where, "low_freq_factor", 1.0);
     r.high_freq_factor = json_number(s, where, "high_freq_factor", 4.0);
     r.original_max_position = json_int(s, where, "original_max_position_embeddings", 0);
-    if (r.high_freq_factor <= r.low_freq_factor || r.original_max_position <= 0)
-      fail(where, ": llama3 needs high_freq_factor > low_freq_factor and original_max_position_embeddings > 0");
+    check_float32_positive(r.low_freq_factor, where, "low_freq_factor");
+    check_float32_positive(r.high_freq_factor, where, "high_freq_factor");
+    if (!(r.high_freq_factor > r.low_freq_factor))
+      fail(where, ": field 'high_freq_factor' must be greater than low_freq_factor ", r.low_freq_factor, ", found ",
+           r.high_freq_factor);
+    if (r.original_max_position <= 0)
+      fail(where, ": field 'original_max_position_embeddings' must be positive, found ", r.original_max_position);
   } else {
     fail(where, ": rope type '", type, "' is not supported (supported: default, linear, llama3)");
   }
-  if (r.factor <= 0) fail(where, ": 'factor' must be positive, found ", r.factor);
+  check_float32_positive(r.factor, where, "factor");
   return r;
 }
 

@@ -17,17 +17,15 @@ SpeculativeResult generate_speculative(Transformer& target, Proposer& proposer, 
   TokenCollector out(limits, sink, r.tokens);
   Timer decode;
   std::vector<int32_t> step;
-  if (out.push(first)) {
-    while (decoder.context_used() < config.context) {
-      step.clear();
-      decoder.step(step);
-      ++r.decode_forwards;
-      bool go = true;
-      for (int32_t token : step) go = go && out.push(token);
-      if (observe) observe(decoder.stats());
-      if (!go) break;
-    }
+  bool go = out.push(first);
+  while (go && decoder.root_position() < config.context) {
+    step.clear();
+    decoder.step(step);
+    ++r.decode_forwards;
+    for (int32_t token : step) go = go && out.push(token);
+    if (observe) observe(decoder.stats());
   }
+  r.context_full = go;
   r.decode_seconds = decode.seconds();
   r.stats = decoder.stats();
   return r;

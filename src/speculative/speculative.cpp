@@ -1,5 +1,6 @@
 #include "speculative/speculative.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
@@ -48,13 +49,14 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
 
 void SpeculativeDecoder::step(std::vector<int32_t>& out) {
   const int64_t P = target_cache_.size();  // the root's position
-  if (P + config_.draft.num_draft_tokens + 1 > target_cache_.capacity())
+  if (P >= config_.context || P + config_.draft.num_draft_tokens + 1 > target_cache_.capacity())
     fail("context of ", config_.context, " tokens is full (raise --ctx)");
   const int64_t V = target_.config().vocab_size;
   Timer timer;
+  DraftParams params = config_.draft;
+  params.num_steps = static_cast<int>(std::min<int64_t>(params.num_steps, config_.context - 1 - P));
   const bool sampled_tree = !config_.sampling.greedy() && config_.scheme == SpecSampling::DraftQ;
-  DraftTree tree = draft_tree(proposer_, root_token_, V, config_.draft, sampled_tree ? &config_.sampling : nullptr,
-                              &sampler_);
+  DraftTree tree = draft_tree(proposer_, root_token_, V, params, sampled_tree ? &config_.sampling : nullptr, &sampler_);
   const double drafted = timer.seconds();
 
   // Verify every node in one target forward: node i at position P + depth(i), seeing its ancestors only.

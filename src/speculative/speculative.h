@@ -33,11 +33,13 @@ class SpeculativeDecoder {
 
   // Runs the prompt through target and proposer; returns the first generated token.
   int32_t prefill(std::span<const int32_t> prompt);
-  // One draft + verify round; appends the accepted draft tokens and the target's next token (>= 1 token).
+  // One draft + verify round; appends the accepted draft tokens and the target's next token (>= 1 token). Near the
+  // end of the context the tree is drafted shallower, so that no verified token lies beyond position context - 1:
+  // the last round verifies the root alone, and the tokens produced are exactly the plain loop's.
   void step(std::vector<int32_t>& out);
 
   const SpecStats& stats() const { return stats_; }
-  int64_t context_used() const { return target_cache_.size() + 1; }
+  int64_t root_position() const { return target_cache_.size(); }  // the position of the last emitted token
 
  private:
   Transformer& target_;

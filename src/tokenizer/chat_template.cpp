@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "io/json_util.h"
+#include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_json.h"
 #include "tokenizer/unicode_utf8.h"
 #include "util/error.h"
@@ -118,6 +119,30 @@ ChatFormat detect_chat_format(const std::string& model_dir) {
   if (tmpl.text.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
   fail(tmpl.source, ": the chat template is not one eaglet recognises; eaglet supports only the Llama-3, ChatML and "
        "Llama-2 chat formats (no Jinja engine yet)");
+}
+
+ChatFormat chat_format_for(const std::string& model_dir, const Tokenizer& tokenizer) {
+  const ChatFormat format = detect_chat_format(model_dir);
+  std::vector<const char*> markers;
+  switch (format) {
+    case ChatFormat::Llama3:
+      markers = {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
+      break;
+    case ChatFormat::ChatML:
+      markers = {"<|im_start|>", "<|im_end|>"};
+      break;
+    case ChatFormat::Llama2:
+      markers = {"<s>", "</s>"};
+      break;
+  }
+  for (const char* marker : markers) {
+    const size_t n = tokenizer.encode(marker, /*add_bos=*/false).size();
+    if (n != 1)
+      fail((std::filesystem::path(model_dir) / "tokenizer.json").string(), ": the ", chat_format_name(format),
+           " chat format of the template needs the special token ", marker, ", which this tokenizer lacks (it encodes ",
+           "to ", n, " tokens); is the chat template from another model?");
+  }
+  return format;
 }
 
 std::vector<ChatPiece> chat_pieces(ChatFormat format, const std::vector<ChatMessage>& messages) {

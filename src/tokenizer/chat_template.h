@@ -6,6 +6,8 @@
 
 namespace eaglet {
 
+class Tokenizer;
+
 enum class ChatFormat { Llama3, ChatML, Llama2 };
 
 struct ChatMessage {
@@ -17,6 +19,10 @@ struct ChatMessage {
 // "<|im_start|>" -> ChatML, "[INST]" -> Llama2. Throws eaglet::Error naming the file when there is no template or
 // it is none of these.
 ChatFormat detect_chat_format(const std::string& model_dir);
+// detect_chat_format, and each of the format's special tokens (Llama3: <|begin_of_text|>, <|start_header_id|>,
+// <|end_header_id|>, <|eot_id|>; ChatML: <|im_start|>, <|im_end|>; Llama2: <s>, </s>) must encode to one token of
+// `tokenizer`: an Error naming the missing token otherwise (a template from another model would be tokenized as text).
+ChatFormat chat_format_for(const std::string& model_dir, const Tokenizer& tokenizer);
 
 // The prompt for `messages` followed by the generation prompt (where the format has one). Encode the result with
 // add_bos=false: it carries BOS itself where the format has one.

@@ -282,6 +282,9 @@ StreamingDetokenizer::~StreamingDetokenizer() = default;
 StreamingDetokenizer::StreamingDetokenizer(StreamingDetokenizer&&) noexcept = default;
 StreamingDetokenizer& StreamingDetokenizer::operator=(StreamingDetokenizer&&) noexcept = default;
 
+void StreamingDetokenizer::skip(std::span<const int32_t> ids) {
+  for (int32_t id : ids) state_->push(id);
+}
 std::string StreamingDetokenizer::push(int32_t id) { return state_->push(id); }
 std::string StreamingDetokenizer::flush() { return state_->finish(); }
 

@@ -61,6 +61,9 @@ class StreamingDetokenizer {
   StreamingDetokenizer(StreamingDetokenizer&&) noexcept;
   StreamingDetokenizer& operator=(StreamingDetokenizer&&) noexcept;
 
+  // Decodes `ids` and drops their text, so that what follows is decoded as their continuation (a SentencePiece
+  // leading space is kept: the decoder strips it at the start of the whole text only). Call before any push.
+  void skip(std::span<const int32_t> ids);
   std::string push(int32_t id);
   std::string flush();  // whatever remains (invalid trailing bytes become U+FFFD); the stream can then go on
 

@@ -242,7 +242,8 @@ void parse_bpe(const JsonField& model, BpeModel& bpe) {
     }
   }
   const JsonField vocab = model["vocab"];
-  if (!vocab.json().is_object()) vocab.fail_expected("an object mapping token strings to ids");
+  if (!vocab.json().is_object() || vocab.json().empty())
+    vocab.fail_expected("a non-empty object mapping token strings to ids");
   bpe.vocab.reserve(vocab.json().size());
   for (auto it = vocab.json().begin(); it != vocab.json().end(); ++it) {
     const nlohmann::json& value = it.value();
@@ -253,7 +254,11 @@ void parse_bpe(const JsonField& model, BpeModel& bpe) {
     const auto id = value.get<int32_t>();
     bpe.vocab.emplace(it.key(), id);
     if (static_cast<size_t>(id) >= bpe.id_to_token.size()) bpe.id_to_token.resize(static_cast<size_t>(id) + 1);
-    bpe.id_to_token[static_cast<size_t>(id)] = it.key();
+    std::string& token = bpe.id_to_token[static_cast<size_t>(id)];
+    if (!token.empty())  // decoding the id would depend on the file's key order
+      vocab.fail_with("id " + std::to_string(id) + " is given to two tokens, " + json_quoted(token) + " and " +
+                      json_quoted(it.key()));
+    token = it.key();
   }
   bpe.byte_fallback = model.optional_bool("byte_fallback", false);
   bpe.fuse_unk = model.optional_bool("fuse_unk", false);

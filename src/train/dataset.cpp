@@ -69,12 +69,7 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(line_no);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail(where, ": not valid JSON (", e.what(), ")");
-    }
+    const nlohmann::json j = parse_json(line, where);
     TrainingRow row;
     if (j.is_object() && j.contains("text") && j.contains("messages"))
       fail(where, ": a row holds both 'text' and 'messages'; keep one");
@@ -82,7 +77,7 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
       row.ids = tokenizer.encode(j["text"].get<std::string>(), tokenizer.adds_bos());
       row.loss_mask.assign(row.ids.size(), 1);
     } else if (j.is_object() && j.contains("messages")) {
-      if (!format) format = detect_chat_format(model_dir);
+      if (!format) format = chat_format_for(model_dir, tokenizer);
       std::vector<ChatMessage> messages = parse_messages(j["messages"], where);
       if (options.regenerate)
         for (size_t i = 0; i < messages.size(); ++i)

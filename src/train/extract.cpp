@@ -120,7 +120,7 @@ void write_shard(Transformer& target, const std::vector<TrainingRow>& rows, size
 
 // The target's reply to a conversation, in its chat format, until its end-of-turn or EOS token.
 ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const ExtractOptions& o) {
-  const ChatFormat format = detect_chat_format(o.model_dir);
+  const ChatFormat format = chat_format_for(o.model_dir, tokenizer);
   GenerationLimits limits{o.regenerate_max_tokens, 0, target.config().eos_token_ids, o.prefill_batch};
   const char* end_of_turn = format == ChatFormat::Llama3 ? "<|eot_id|>" : format == ChatFormat::ChatML ? "<|im_end|>" : "</s>";
   const std::vector<int32_t> eot = tokenizer.encode(end_of_turn, false);

@@ -54,17 +54,22 @@ TEST(Cli, GenerateGreedyMatchesOracleAndKeepsStdoutClean) {
   ASSERT_EQ(prompt_ids.front(), 1);  // BOS
   const std::vector<int> want = ids_of(oracle("greedy --model " + pycode() + " --ids " + join(prompt_ids) + " -n 40 --eos 2"));
   ASSERT_FALSE(want.empty());
-  const auto want_text = run_command(eaglet("detokenize -m " + pycode() + " --ids " + join(want)));
+  // The text of prompt + continuation, decoded whole (without BOS).
+  std::vector<int> whole(prompt_ids.begin() + 1, prompt_ids.end());
+  whole.insert(whole.end(), want.begin(), want.end());
+  const auto want_text = run_command(eaglet("detokenize -m " + pycode() + " --ids " + join(whole)));
   ASSERT_EQ(want_text.exit_code, 0) << want_text.err;
+  // The continuation starts with indentation, whose first token carries a SentencePiece space: all 4 are kept.
+  ASSERT_THAT(want_text.out, StartsWith(std::string(kPrompt) + "    \""));
 
   const auto gen = run_command(eaglet_exact("generate -m " + pycode() + " -n 40 -t 2 -p " + q(kPrompt)));
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
-  EXPECT_EQ(gen.out, want_text.out);  // exactly the continuation: no prompt echo, no logs
+  EXPECT_EQ(kPrompt + gen.out, want_text.out);  // exactly the continuation: no prompt echo, no logs
   EXPECT_THAT(gen.err, HasSubstr("prompt: "));
   EXPECT_THAT(gen.err, HasSubstr("tok/s"));
 
   const auto echoed = run_command(eaglet_exact("generate --echo -m " + pycode() + " -n 40 -p " + q(kPrompt)));
-  EXPECT_EQ(echoed.out, std::string(kPrompt) + want_text.out);
+  EXPECT_EQ(echoed.out, want_text.out);
 }
 
 TEST(Cli, SamplingIsSeededAndStaysInVocabulary) {
@@ -126,6 +131,14 @@ TEST(Cli, HiddenWritesTheCapturedLayers) {
   const auto bad = run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -p x --layers 2,9 --out " + out));
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.err, HasSubstr("layer 9 does not exist"));
+  // --out naming the model's own weights would destroy them: refused, the file intact.
+  const std::string model_copy = file_dir + "/model";
+  fs::copy(tiny("llama_fp32"), model_copy, fs::copy_options::recursive);
+  const std::string weights = test::read_file(model_copy + "/model.safetensors");
+  const auto own = run_command(eaglet("hidden -m " + model_copy + " -p x --out " + model_copy + "/./model.safetensors"));
+  EXPECT_EQ(own.exit_code, 1);
+  EXPECT_THAT(own.err, HasSubstr("is a file of the model being read"));
+  EXPECT_EQ(test::read_file(model_copy + "/model.safetensors"), weights);
 }
 
 TEST(Cli, ChatFormatsThePrompt) {
@@ -311,6 +324,96 @@ TEST(BadInputCli, HostileValuesFailCleanly) {
   expect_clean_failure(run_command(eaglet("bench -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
                                           "/drafters/eagle_official --prompts /dev/null --setting 100000,1,100001")),
                        1, "--setting");
+  expect_clean_failure(run_command(eaglet("bench -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
+                                          "/drafters/eagle_official --prompts /dev/null --setting 2,1,3")),
+                       1, "/dev/null: no prompts");
+}
+
+}  // namespace
+}  // namespace eaglet
+
+namespace eaglet {
+namespace {
+
+using ::testing::Not;
+
+// A full context ends generation with a note on stderr; speculative decoding drafts shallower trees near the end, so
+// it stops at exactly the plain loop's token (a context of C holds C positions: C - prompt + 1 tokens are produced).
+TEST(CliSpeculative, FullContextStopsAtThePlainLoopsToken) {
+  const std::string target = drafter("targets/echo_fp32"), args = " -m " + target + " -n 100 -p 'def f(x): return x'";
+  const auto tok = run_command(eaglet("tokenize --bos -m " + target + " -p 'def f(x): return x'"));
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  const size_t prompt = ids_of(tok.out).size();
+  for (const int ctx : {static_cast<int>(prompt) + 1, static_cast<int>(prompt) + 2, 20, 23}) {
+    const std::string c = " -c " + std::to_string(ctx);
+    const auto plain = run_command(eaglet("generate" + args + c));
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    const size_t produced = static_cast<size_t>(ctx) - prompt + 1;
+    EXPECT_THAT(plain.err, HasSubstr("note: the context of " + std::to_string(ctx) + " tokens is full after " +
+                                     std::to_string(produced) + " generated tokens (raise -c/--ctx)"));
+    for (const std::string shape : {"", " --speculative-eagle-topk 1 --speculative-num-steps 3"}) {
+      const auto spec = run_command(eaglet("generate" + args + c + " --compare -d " + drafter("exact_echo") + shape));
+      ASSERT_EQ(spec.exit_code, 0) << spec.err;
+      EXPECT_EQ(spec.out, plain.out) << "ctx " << ctx << shape;
+      EXPECT_THAT(spec.err, HasSubstr("decode: " + std::to_string(produced) + " tokens")) << ctx << shape;
+      EXPECT_THAT(spec.err, HasSubstr("outputs identical")) << ctx << shape;
+      EXPECT_THAT(spec.err, HasSubstr("tokens is full after " + std::to_string(produced))) << ctx << shape;
+    }
+  }
+  // The -n limit reached first: no note.
+  EXPECT_THAT(run_command(eaglet("generate" + args + " -n 4 -c 20")).err, Not(HasSubstr("is full")));
+}
+
+// Flags out of range are usage errors whose message states the bound; -t 0 keeps meaning all cores.
+TEST(BadInputCli, FlagBoundsAreStated) {
+  const std::string model = " -m " + tiny("llama_fp32") + " -p hi";
+  for (const std::string flag : {" -t -5", " --threads 100000"})
+    expect_clean_failure(run_command(eaglet("generate" + model + flag)), 2, "not in range 0 to 1024");
+  const auto negative_n = run_command(eaglet("generate" + model + " -n -3"));
+  expect_clean_failure(negative_n, 2, "expected a number >= 1, found -3");
+  EXPECT_THAT(negative_n.err, Not(HasSubstr("1797693")));
+  expect_clean_failure(run_command(eaglet("perplexity -m x -f y -b 0")), 2, ">= 1");
+  expect_clean_failure(run_command(eaglet("bench --plain --threads 0")), 2, "not in range 1 to 1024");
+  EXPECT_EQ(run_command(eaglet("generate" + model + " -n 2 -t 0")).exit_code, 0);
+}
+
+// HF runs past max_position_embeddings with a reminder; so does eaglet (a warning, the output unchanged).
+TEST(Cli, ContextPastTrainedPositionsIsWarned) {
+  const std::string dir = test::temp_dir("cli_max_position");
+  fs::copy(tiny("llama_fp32"), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  auto config = nlohmann::json::parse(test::read_file(dir + "/config.json"));
+  config["max_position_embeddings"] = 8;
+  test::write_file(dir + "/config.json", config.dump());
+  const auto r = run_command(eaglet("generate -m " + dir + " -p hi -n 12"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("warning: a context of 15 tokens goes past max_position_embeddings 8 of " + dir));
+  EXPECT_EQ(r.out, run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 12")).out);
+  EXPECT_THAT(run_command(eaglet("generate -m " + dir + " -p hi -n 5")).err, Not(HasSubstr("max_position_embeddings")));
+}
+
+// JSON with a NUL byte (where the parser would silently stop reading): a training row and a config.json.
+TEST(BadInputCli, NulBytesInJsonAreRefused) {
+  const std::string dir = test::temp_dir("cli_nul");
+  test::write_file(dir + "/rows.jsonl", std::string("{\"text\": \"hi\"}\0junk\n", 20));
+  expect_clean_failure(
+      run_command(eaglet("extract -q -m " + tiny("llama_fp32") + " --data " + dir + "/rows.jsonl --out " + dir + "/o")),
+      1, "rows.jsonl:1: not valid JSON (a NUL byte at offset 14)");
+  fs::copy(tiny("llama_fp32"), dir + "/model", fs::copy_options::recursive);
+  test::write_file(dir + "/model/config.json", test::read_file(dir + "/model/config.json") + std::string(1, '\0'));
+  expect_clean_failure(run_command(eaglet("generate -m " + dir + "/model -p hi -n 2")), 1,
+                       "config.json: not valid JSON");
+}
+
+// A chat template whose markers the tokenizer lacks, and a target model given as the drafter.
+TEST(BadInputCli, MismatchedFoldersAreNamed) {
+  const std::string dir = test::temp_dir("cli_chat_markers");
+  fs::copy(tiny("llama_fp32"), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  test::write_file(dir + "/chat_template.jinja", "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}");
+  expect_clean_failure(run_command(eaglet("generate --chat -m " + dir + " -p hi -n 2")), 1,
+                       "needs the special token <|begin_of_text|>");
+  const std::string target = tiny("llama_fp32");
+  expect_clean_failure(run_command(eaglet("generate -m " + target + " -d " + target + " -p hi")), 1,
+                       "this is a target model (architectures: LlamaForCausalLM), not an EAGLE-3 drafter");
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -34,16 +36,17 @@ std::vector<float> floats(const Checkpoint& f, const std::string& name) {
   return v;
 }
 
-std::vector<int32_t> ints(const Checkpoint& f, const std::string& name) {
+std::vector<int64_t> ints64(const Checkpoint& f, const std::string& name) {
   const TensorView* t = f.find(name);
   EXPECT_TRUE(t != nullptr && t->dtype == DType::I64) << name;
-  std::vector<int32_t> v(t ? static_cast<size_t>(t->numel()) : 0);
-  for (size_t i = 0; i < v.size(); ++i) {
-    int64_t x;
-    std::memcpy(&x, t->data + 8 * i, 8);
-    v[i] = static_cast<int32_t>(x);
-  }
+  std::vector<int64_t> v(t ? static_cast<size_t>(t->numel()) : 0);
+  if (!v.empty()) std::memcpy(v.data(), t->data, v.size() * sizeof(int64_t));
   return v;
+}
+
+std::vector<int32_t> ints(const Checkpoint& f, const std::string& name) {
+  const std::vector<int64_t> wide = ints64(f, name);
+  return std::vector<int32_t>(wide.begin(), wide.end());
 }
 
 float max_diff(const float* a, const float* b, size_t n) {
@@ -170,6 +173,38 @@ TEST(Eagle3Drafter, OfficialTrainersTargetRotaryBuffersAreDeclaredUnused) {
   auto target = Transformer::load(test::fixtures_dir() + "/tiny/llama_fp32");
   auto drafter = Eagle3Drafter::load(dir, *target, {});
   EXPECT_EQ(drafter->aux_layers(), std::vector<int>({2, 4, 5}));
+}
+
+// d2t entries so large that draft id + offset would overflow int64 are out of range (checked under UBSan).
+TEST(BadInputDrafter, HugeD2tOffsetsAreOutOfRange) {
+  auto target = Transformer::load(test::fixtures_dir() + "/tiny/llama_fp32");
+  const Checkpoint original = Checkpoint::open_dir(drafters_dir() + "/eagle_official");
+  const std::vector<int64_t> d2t = ints64(original, "d2t");
+  for (const int64_t huge : {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}) {
+    const std::string dir = test::temp_dir("huge_d2t_" + std::to_string(huge < 0));
+    std::filesystem::copy(drafters_dir() + "/eagle_official", dir, std::filesystem::copy_options::recursive);
+    std::vector<int64_t> edited = d2t;
+    edited.back() = huge;
+    std::vector<TensorToWrite> tensors;
+    for (const auto& [name, t] : original.all())
+      tensors.push_back({name, t->dtype, t->shape, name == "d2t" ? static_cast<const void*>(edited.data()) : t->data});
+    write_safetensors(dir + "/model.safetensors", tensors);
+    EXPECT_THAT(test::error_of([&] { Eagle3Drafter::load(dir, *target, {}); }),
+                AllOf(HasSubstr("d2t maps draft id " + std::to_string(d2t.size() - 1)), HasSubstr(std::to_string(huge)),
+                      HasSubstr("outside the target vocabulary of 384")));
+  }
+}
+
+// A target model given where a drafter belongs is named as such, with the fix.
+TEST(BadInputDrafter, ATargetModelIsNotADrafter) {
+  auto target = Transformer::load(test::fixtures_dir() + "/tiny/llama_fp32");
+  for (const char* model : {"llama_fp32", "qwen2_fp32", "mistral_fp32"}) {
+    const std::string dir = test::fixtures_dir() + "/tiny/" + model;
+    EXPECT_THAT(test::error_of([&] { Eagle3Drafter::load(dir, *target, {}); }),
+                AllOf(HasSubstr(dir), HasSubstr("this is a target model (architectures: "),
+                      HasSubstr("not an EAGLE-3 drafter")))
+        << model;
+  }
 }
 
 TEST(BadInputDrafter, SpecForgeNormOutputFalseIsRefused) {

@@ -96,3 +96,24 @@ TEST(DrafterExport, BothLayoutsLoadBackAndComputeTheSame) {
 
 }  // namespace
 }  // namespace eaglet
+
+namespace eaglet {
+namespace {
+
+// --out naming the folder being read would overwrite memory-mapped weights midway: refused, the source intact.
+TEST(BadInputDrafterExport, TheSourceFoldersAreNotOverwritten) {
+  const std::string target_dir = test::temp_dir("export_same_target"), drafter_dir = test::temp_dir("export_same_drafter");
+  std::filesystem::copy(test::fixtures_dir() + "/tiny/llama_fp32", target_dir, std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test::fixtures_dir() + "/drafters/specforge", drafter_dir, std::filesystem::copy_options::recursive);
+  const std::string weights = test::read_file(drafter_dir + "/model.safetensors");
+  auto target = Transformer::load(target_dir);
+  auto drafter = Eagle3Drafter::load(drafter_dir, *target, {});
+  EXPECT_THAT(test::error_of([&] { export_drafter(*drafter, *target, DrafterFormat::Sglang, drafter_dir + "/."); }),
+              HasSubstr("is the folder of the drafter being read"));
+  EXPECT_THAT(test::error_of([&] { export_drafter(*drafter, *target, DrafterFormat::Speculators, target_dir); }),
+              HasSubstr("is the folder of the target being read"));
+  EXPECT_EQ(test::read_file(drafter_dir + "/model.safetensors"), weights);
+}
+
+}  // namespace
+}  // namespace eaglet

@@ -164,6 +164,14 @@ TEST(BadInputSafetensors, DuplicatesGapsAndShiftedData) {
   std::memcpy(out.data(), &len, 8);              // the length stops inside the padding
   write_file(path, out + padded + bytes.substr(8 + len));
   EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }), HasSubstr("cover"));
+  // A NUL byte in the padding: the JSON parser would stop reading there; the reference reader refuses the header.
+  std::string with_nul = padded;
+  with_nul[len] = '\0';
+  std::memcpy(out.data(), &new_len, 8);
+  write_file(path, out + with_nul + bytes.substr(8 + len));
+  EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }),
+              AllOf(HasSubstr(path + ": header: not valid JSON"),
+                    HasSubstr("NUL byte at offset " + std::to_string(len))));
 }
 
 TEST(BadInputSafetensors, StrictAccountingNamesEveryProblem) {

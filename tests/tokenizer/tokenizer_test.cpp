@@ -244,6 +244,18 @@ TEST(StreamingDetokenizer, SentencePieceLeadingSpaceIsStrippedOnce) {
   EXPECT_EQ(spaces.push(*tok.token_id("\u2581")), " ");
 }
 
+// A continuation is decoded relative to the ids before it: SentencePiece strips a space at the start of the whole
+// text only, so a continuation's first token keeps its leading space.
+TEST(StreamingDetokenizer, ContinuationKeepsItsLeadingSpace) {
+  const Tokenizer& tok = tokenizer("llama2");
+  const std::vector<int32_t> ids = tok.encode("Hello world", true);  // <s> ▁Hello ▁world
+  ASSERT_EQ(ids.size(), 3u);
+  StreamingDetokenizer detok(tok);
+  detok.skip(std::span(ids).first(2));
+  EXPECT_EQ(detok.push(ids[2]) + detok.flush(), " world");
+  EXPECT_EQ(tok.decode(std::span(ids).first(2)) + " world", tok.decode(ids));
+}
+
 // --- malformed files ---------------------------------------------------------------------------------------------
 
 // A minimal valid byte-level BPE tokenizer.json: vocab {a, b, ab, Ġ}, one merge.
@@ -334,6 +346,25 @@ TEST(TokenizerLoad, UnsupportedModelType) {
   const std::string dir = write_tokenizer("wordpiece", j.dump());
   EXPECT_THAT(load_error(dir), AllOf(HasSubstr(dir + "/tokenizer.json"), HasSubstr("field \"model.type\""),
                                      HasSubstr("expected \"BPE\""), HasSubstr("found \"WordPiece\"")));
+}
+
+// Without a vocabulary every text would encode to nothing: a load error, not a dropped prompt.
+TEST(TokenizerLoad, EmptyVocabularyIsRefused) {
+  json j = minimal_tokenizer();
+  j["model"]["vocab"] = json::object();
+  j["model"]["merges"] = json::array();
+  j["added_tokens"] = json::array();
+  const std::string dir = write_tokenizer("empty_vocab", j.dump());
+  EXPECT_THAT(load_error(dir), AllOf(HasSubstr(dir + "/tokenizer.json"), HasSubstr("field \"model.vocab\""),
+                                     HasSubstr("non-empty")));
+}
+
+TEST(TokenizerLoad, TwoTokensWithOneIdAreRefused) {
+  json j = minimal_tokenizer();
+  j["model"]["vocab"]["zz"] = 1;
+  const std::string dir = write_tokenizer("duplicate_id", j.dump());
+  EXPECT_THAT(load_error(dir), AllOf(HasSubstr(dir + "/tokenizer.json"), HasSubstr("field \"model.vocab\""),
+                                     HasSubstr("id 1 is given to two tokens"), HasSubstr("\"zz\"")));
 }
 
 TEST(TokenizerLoad, MergeWithUnknownToken) {
