@@ -1,10 +1,12 @@
 # eaglet: `make demo` runs the main job, `make test` installs what is missing, builds and runs every test.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 MODEL      ?= ../shared/models/pycode-llama-19m
 
-.PHONY: all deps build test test-asan demo bench clean
+.PHONY: all deps build test test-asan fuzz demo bench clean
 
 all: build
 
@@ -25,6 +27,14 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# libFuzzer (clang) on every parser of untrusted files, FUZZ_SECONDS each under ASan/UBSan (fuzz/, README "Fuzzing").
+fuzz:
+	@bash scripts/deps.sh clang libclang-rt-dev
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DEAGLET_FUZZ=ON \
+	      -DEAGLET_BUILD_TESTS=OFF
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target eaglet_fuzzers
+	bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 demo: build
 	$(BUILD)/eaglet generate -m $(MODEL) -n 96 -p "$$(printf 'import os\n\n\ndef list_python_files(root):\n')"
 
@@ -32,4 +42,4 @@ bench: build
 	$(BUILD)/eaglet bench --plain
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

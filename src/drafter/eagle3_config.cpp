@@ -157,10 +157,10 @@ DrafterConfig DrafterConfig::load(const std::string& dir) {
   const ConfigReader r(j, c.file, layout->keys);
   layout->read(c, j, r);
   c.draft_vocab_size = r.is_set("draft_vocab_size") ? r.integer("draft_vocab_size") : c.vocab_size;
-  c.target_hidden_size = r.is_set("target_hidden_size") ? r.integer("target_hidden_size") : c.hidden_size;
+  // Bounded like every size: fc's input width (aux layers x target_hidden_size) must not overflow.
+  c.target_hidden_size = r.is_set("target_hidden_size") ? r.size("target_hidden_size") : c.hidden_size;
   if (c.draft_vocab_size <= 0 || c.draft_vocab_size > c.vocab_size)
     fail(c.file, ": draft_vocab_size ", c.draft_vocab_size, " must be in [1, vocab_size ", c.vocab_size, "]");
-  if (c.target_hidden_size <= 0) fail(c.file, ": target_hidden_size must be positive");
   // speculators' training-CLI flags; written explicitly by every exporter that uses them.
   c.norm_before_residual = r.flag("norm_before_residual");
   c.norm_before_fc = r.flag("norm_before_fc");

@@ -1,5 +1,7 @@
 #include "io/json_util.h"
 
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -48,8 +50,13 @@ const nlohmann::json* present(const nlohmann::json& j, const std::string& key) {
 int64_t json_int(const nlohmann::json& j, const std::string& file, const std::string& key, int64_t fallback) {
   const nlohmann::json* v = present(j, key);
   if (v == nullptr) return fallback;
+  // Beyond int64 a value would wrap (unsigned) or the conversion be undefined (float): refused, not truncated.
+  constexpr double kTwo63 = 9223372036854775808.0;
+  const bool too_large = v->is_number_unsigned() ? v->get<uint64_t>() > uint64_t{INT64_MAX}
+                                                  : v->is_number_float() && !(std::fabs(v->get<double>()) < kTwo63);
+  if (too_large) fail(file, ": field '", key, "' is ", v->dump(), ", outside the 64-bit integer range");
   if (v->is_number_integer()) return v->get<int64_t>();
-  if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>())))
+  if (v->is_number_float() && v->get<double>() == std::trunc(v->get<double>()))
     return static_cast<int64_t>(v->get<double>());
   fail(file, ": field '", key, "' must be an integer, found ", v->dump());
 }

@@ -122,11 +122,21 @@ TensorView parse_entry(const std::string& path, const std::string& name, const n
 }  // namespace
 
 std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+  auto map = std::make_shared<MappedFile>(path);
+  return parse(path, std::shared_ptr<const std::byte>(map, map->data()), map->size());
+}
+
+std::shared_ptr<SafetensorsFile> SafetensorsFile::from_bytes(const std::string& name, std::span<const std::byte> bytes) {
+  auto copy = std::make_shared<std::vector<std::byte>>(bytes.begin(), bytes.end());
+  return parse(name, std::shared_ptr<const std::byte>(copy, copy->data()), copy->size());
+}
+
+std::shared_ptr<SafetensorsFile> SafetensorsFile::parse(const std::string& path, std::shared_ptr<const std::byte> bytes,
+                                                        uint64_t size) {
   auto file = std::make_shared<SafetensorsFile>();
   file->path_ = path;
-  file->map_ = std::make_shared<MappedFile>(path);
-  const std::byte* base = file->map_->data();
-  const uint64_t size = file->map_->size();
+  file->bytes_ = std::move(bytes);
+  const std::byte* base = file->bytes_.get();
   if (size < 8) fail(path, ": file of ", size, " bytes is too short to be safetensors (needs an 8-byte header length)");
   const uint64_t header_len = read_u64_le(base);
   if (header_len > kMaxHeaderBytes || header_len > size - 8)

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,20 +29,22 @@ struct TensorView {
 
 std::string shape_str(const std::vector<int64_t>& shape);
 
-class MappedFile;
-
 // One .safetensors file, mapped read-only. The header is validated when opened: size bounds, JSON structure, known
 // dtypes, offsets inside the file, no two tensors overlapping, shape x dtype size == byte length.
 class SafetensorsFile {
  public:
   static std::shared_ptr<SafetensorsFile> open(const std::string& path);
+  // The same checks on a safetensors image in memory (copied; `name` stands for the file in messages).
+  static std::shared_ptr<SafetensorsFile> from_bytes(const std::string& name, std::span<const std::byte> bytes);
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& path() const { return path_; }
 
  private:
+  static std::shared_ptr<SafetensorsFile> parse(const std::string& path, std::shared_ptr<const std::byte> bytes,
+                                                 uint64_t size);
   std::string path_;
-  std::shared_ptr<MappedFile> map_;
+  std::shared_ptr<const std::byte> bytes_;  // the mapped file or the copied image, which the views point into
   std::map<std::string, TensorView> tensors_;
   std::map<std::string, std::string> metadata_;
 };

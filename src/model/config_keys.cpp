@@ -34,7 +34,8 @@ int64_t ConfigReader::integer(const std::string& key) const {
 
 int64_t ConfigReader::size(const std::string& key) const {
   const int64_t v = integer(key);
-  if (v <= 0 || v > (int64_t{1} << 24)) fail(where_, ": field '", key, "' must be a positive size, found ", v);
+  if (v <= 0 || v > (int64_t{1} << 24))
+    fail(where_, ": field '", key, "' must be a positive size of at most 2^24 (16777216), found ", v);
   return v;
 }
 

@@ -7,9 +7,17 @@
 
 namespace eaglet {
 
+// Line breaks inside a message (a value quoted from the file, e.g. a dtype or hidden_act string holding "\n") are
+// written as \n and \r, so that the message stays one line (found by fuzzing: fuzz/regressions/model_config).
+inline std::string one_line(std::string text) {
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n' || text[i] == '\r') text.replace(i, 1, text[i] == '\n' ? "\\n" : "\\r");
+  return text;
+}
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  explicit Error(const std::string& message) : std::runtime_error(one_line(message)) {}
 };
 
 // fail("model.safetensors", ": tensor '", name, "' has shape ", shape) -> throws Error with the pieces joined.

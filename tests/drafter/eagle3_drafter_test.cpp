@@ -160,6 +160,18 @@ TEST(BadInputDrafter, WrongTypedSectionsAreRefused) {
   }
 }
 
+// Found by fuzzing (fuzz/regressions/drafter_config): a target_hidden_size of 2^62 overflowed fc's input width
+// (aux layers x target_hidden_size) in the tensor list; it is bounded like every size.
+TEST(BadInputDrafter, HugeTargetHiddenSizeIsRefused) {
+  const std::string dir = test::temp_dir("huge_target_hidden");
+  auto config = read_json_file(drafters_dir() + "/specforge/config.json");
+  config["target_hidden_size"] = int64_t{1} << 62;
+  test::write_file(dir + "/config.json", config.dump());
+  EXPECT_THAT(test::error_of([&] { DrafterConfig::load(dir); }),
+              AllOf(HasSubstr(dir + "/config.json"), HasSubstr("'target_hidden_size'"), HasSubstr("at most 2^24"),
+                    HasSubstr("4611686018427387904")));
+}
+
 // The official EAGLE-3 trainer saves the target's rotary buffers beside the drafter; every loader ignores them.
 TEST(Eagle3Drafter, OfficialTrainersTargetRotaryBuffersAreDeclaredUnused) {
   const std::string dir = test::temp_dir("official_rotary");

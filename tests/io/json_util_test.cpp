@@ -1,4 +1,5 @@
-// JSON reading: errors name the file; a NUL byte, where nlohmann's parser silently stops, is not valid JSON.
+// JSON reading: errors name the file; a NUL byte, where nlohmann's parser silently stops, is not valid JSON; integers
+// beyond 64 bits are refused by name instead of wrapping or overflowing a conversion.
 #include "io/json_util.h"
 
 #include <gmock/gmock.h>
@@ -9,7 +10,29 @@
 namespace eaglet {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+
+int64_t int_of(const std::string& value) {
+  return json_int(nlohmann::json::parse("{\"k\": " + value + "}"), "config.json", "k", 0);
+}
+
+TEST(JsonInt, ReadsIntegersAndIntegralFloats) {
+  EXPECT_EQ(int_of("42"), 42);
+  EXPECT_EQ(int_of("-7"), -7);
+  EXPECT_EQ(int_of("3.0"), 3);
+  EXPECT_EQ(int_of("9223372036854775807"), INT64_MAX);
+  EXPECT_THAT(test::error_of([] { int_of("2.5"); }), HasSubstr("field 'k' must be an integer, found 2.5"));
+}
+
+// 1e300 made the float-to-int64 conversion undefined, and
+// 2^64 - 1 read as -1.
+TEST(JsonInt, ValuesBeyond64BitsAreErrors) {
+  for (const char* value : {"1e300", "-1e19", "9223372036854775808", "18446744073709551615"})
+    EXPECT_THAT(test::error_of([&] { int_of(value); }),
+                AllOf(HasSubstr("config.json: field 'k' is "), HasSubstr("outside the 64-bit integer range")))
+        << value;
+}
 
 TEST(JsonUtil, ParsesAndNamesTheSourceOfBadText) {
   EXPECT_EQ(parse_json(R"({"a": [1, 2]})", "x")["a"][1], 2);

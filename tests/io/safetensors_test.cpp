@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <span>
 
 #include "test_env.h"
 #include "util/error.h"
@@ -42,6 +43,21 @@ void replace_header(const std::string& path, const std::string& header) {
 }
 
 using test::error_of;
+
+// The in-memory entry point (used by the fuzz target) runs the same checks on the same bytes, and owns its copy.
+TEST(Safetensors, FromBytesReadsWhatOpenReads) {
+  const auto path = make_file(temp_dir("st_from_bytes"));
+  std::string bytes = read_file(path);
+  auto file = SafetensorsFile::from_bytes("image", std::as_bytes(std::span(bytes.data(), bytes.size())));
+  bytes.assign(bytes.size(), '\0');
+  ASSERT_EQ(file->tensors().size(), 3u);
+  int64_t c1;
+  std::memcpy(&c1, file->tensors().at("c").data + 8, 8);
+  EXPECT_EQ(c1, -8);
+  EXPECT_EQ(file->metadata().at("format"), "pt");
+  EXPECT_THAT(error_of([&] { SafetensorsFile::from_bytes("image", std::as_bytes(std::span(bytes.data(), 4))); }),
+              AllOf(HasSubstr("image: file of 4 bytes"), HasSubstr("too short")));
+}
 
 TEST(Safetensors, RoundTripsTensorsAndMetadata) {
   const auto path = make_file(temp_dir("st_roundtrip"));
