@@ -36,7 +36,7 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--setting", a->settings, "Draft settings steps,topk,draft_tokens (repeatable; topk 1 = chain); the --speculative-* flags give one setting instead");
   cmd->add_option("--temp", a->sampling.temperature, "Temperature (> 0 reports both verification schemes)")
       ->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--seed", a->sampling.seed, "Sampling seed");
+  cmd->add_option("--seed", a->sampling.seed, "Sampling seed")->check(at_least(0));
   add_threads_option(*cmd, a->bench_threads, "-t");
   cmd->add_flag("--echo-pair", a->echo_pair,
                 "Speculative benchmark on a synthetic pair of --shape: a bigram target and a drafter built to match it "

@@ -119,7 +119,7 @@ Command add_generate(CLI::App& app) {
   cmd->add_option("--top-p", a->sampling.top_p, "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top-k", a->sampling.top_k, "Keep only the k most likely tokens (0 = all)")
       ->check(at_least(0));
-  cmd->add_option("--seed", a->sampling.seed, "Random seed for sampling");
+  cmd->add_option("--seed", a->sampling.seed, "Random seed for sampling")->check(at_least(0));
   add_threads_option(*cmd, a->threads);
   cmd->add_option("-c,--ctx", a->ctx, "Context size in tokens (default: prompt + n)")->check(at_least(0));
   cmd->add_option("-b,--batch", a->batch, "Prompt tokens per prefill forward")->check(at_least(1));

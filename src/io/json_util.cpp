@@ -12,6 +12,8 @@ namespace eaglet {
 
 std::string read_file(const std::string& path) {
   if (std::filesystem::is_directory(path)) fail(path, ": is a directory, not a file");
+  if (std::filesystem::is_character_file(path) || std::filesystem::is_block_file(path))
+    fail(path, ": is a device, not a file (a device such as /dev/zero never ends)");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, ": cannot open");
   std::stringstream ss;

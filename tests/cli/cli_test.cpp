@@ -315,6 +315,10 @@ TEST(BadInputCli, HostileValuesFailCleanly) {
   expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 2000000000")), 1, "KV cache");
   expect_clean_failure(run_command(eaglet("perplexity -m " + tiny("llama_fp32") + " -f " + tiny("llama_fp32"))), 1,
                        "is a directory");
+  // A device never ends (reading /dev/zero hung); a negative seed wrapped to 2^64 - 1.
+  expect_clean_failure(run_command(eaglet("tokenize -m " + tiny("llama_fp32") + " -f /dev/zero")), 1, "is a device");
+  expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 2 --seed -1")), 2,
+                       "expected a number >= 0, found -1");
   const std::string mixed = test::temp_dir("cli_mixed_tokenizer");
   fs::copy(tiny("llama_fp32"), mixed, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   fs::copy_file(pycode() + "/tokenizer.json", mixed + "/tokenizer.json", fs::copy_options::overwrite_existing);

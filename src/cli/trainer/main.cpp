@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-lr", o.min_lr, "Final learning rate, as a fraction of --lr")->check(CLI::Range(0.0, 1.0));
   app.add_option("--weight-decay", o.weight_decay, "AdamW weight decay")->check(CLI::Range(0.0, 10.0));
   app.add_option("--clip", o.clip, "Gradient-norm clipping")->check(CLI::Range(0.0, 1e6));
-  app.add_option("--seed", o.seed, "Seed of the initialisation and the data order");
+  app.add_option("--seed", o.seed, "Seed of the initialisation and the data order")->check(eaglet::cli::at_least(0));
   app.add_option("--holdout", o.holdout, "Share of sequences held out for evaluation")->check(CLI::Range(0.001, 0.5));
   app.add_option("--log-every", o.log_every, "Log a training line every N steps")->check(CLI::Range(1, 1 << 30));
   app.add_option("--eval-every", o.eval_every, "Evaluate (held-out acc_k, served accept len) every N steps; 0: at the end")
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   app.add_option("--check-tolerance", o.check_tolerance, "One-network check: largest relative logit difference")
       ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--resume", o.resume, "Continue from OUT/train-state/");
-  app.add_option("-t,--threads", o.threads, "Threads (0: all cores)")->check(CLI::Range(0, 4096));
+  eaglet::cli::add_threads_option(app, o.threads);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
