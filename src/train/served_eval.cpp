@@ -9,15 +9,22 @@
 
 namespace eaglet {
 
-std::vector<ServedAcceptance> measure_served_acceptance(Transformer& target, const std::string& drafter_dir,
-                                                        const std::vector<std::vector<int32_t>>& prompts,
-                                                        const std::vector<DraftParams>& settings, int max_tokens) {
-  auto drafter = Eagle3Drafter::load(drafter_dir, target, {});
-  Eagle3Proposer proposer(*drafter);
+std::vector<std::vector<int32_t>> plain_continuations(Transformer& target, const std::vector<std::vector<int32_t>>& prompts,
+                                                      int max_tokens) {
   const GenerationLimits limits{max_tokens, 0, target.config().eos_token_ids, 256};
   std::vector<std::vector<int32_t>> plain;
   target.set_aux_layers({});
   for (const auto& p : prompts) plain.push_back(generate_plain(target, p, {}, limits).tokens);
+  return plain;
+}
+
+std::vector<ServedAcceptance> measure_served_acceptance(Transformer& target, const std::string& drafter_dir,
+                                                        const std::vector<std::vector<int32_t>>& prompts,
+                                                        const std::vector<std::vector<int32_t>>& plain,
+                                                        const std::vector<DraftParams>& settings, int max_tokens) {
+  auto drafter = Eagle3Drafter::load(drafter_dir, target, {});
+  Eagle3Proposer proposer(*drafter);
+  const GenerationLimits limits{max_tokens, 0, target.config().eos_token_ids, 256};
   std::vector<ServedAcceptance> out;
   for (const DraftParams& setting : settings) {
     ServedAcceptance a{setting, 0, {}, true};

@@ -18,8 +18,13 @@ struct ServedAcceptance {
   bool identical = true;         // output equals the target's alone (greedy)
 };
 
+// The target's own greedy continuations of the prompts: what speculative output must equal (computed once).
+std::vector<std::vector<int32_t>> plain_continuations(Transformer& target, const std::vector<std::vector<int32_t>>& prompts,
+                                                      int max_tokens);
+
 std::vector<ServedAcceptance> measure_served_acceptance(Transformer& target, const std::string& drafter_dir,
                                                         const std::vector<std::vector<int32_t>>& prompts,
+                                                        const std::vector<std::vector<int32_t>>& plain,
                                                         const std::vector<DraftParams>& settings, int max_tokens);
 
 }  // namespace eaglet

@@ -255,6 +255,10 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     torch::load(saved, (state_dir / "params.pt").string());
     std::vector<torch::Tensor> mine = net.param_list();
     if (saved.size() != mine.size()) fail((state_dir / "params.pt").string(), ": holds another drafter's weights");
+    for (size_t i = 0; i < mine.size(); ++i)
+      if (saved[i].sizes() != mine[i].sizes() || saved[i].scalar_type() != torch::kFloat32)
+        fail((state_dir / "params.pt").string(), ": weight ", i, " is ", saved[i].sizes(), ", expected float ",
+             mine[i].sizes(), " (a checkpoint of another drafter shape; start a new --out)");
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(saved[i]);
     torch::load(optimizer, (state_dir / "optimizer.pt").string());
@@ -298,12 +302,14 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     prompts.emplace_back(ids.begin(), ids.end());
   }
 
+  const std::vector<std::vector<int32_t>> plain = plain_continuations(*target, prompts, o.eval_max_tokens);
+
   // Held-out acc_k and served accept len of the current weights; the best by served accept len is kept in OUT.
   const auto evaluate_and_keep = [&](int64_t at) {
     const HeldOut h = evaluate(net, data, teacher, held, o.ttt_steps, o.decay, o.batch);
     write_weights(candidate.string(), net, data);
     const std::vector<ServedAcceptance> served =
-        measure_served_acceptance(*target, candidate.string(), prompts, o.eval_settings, o.eval_max_tokens);
+        measure_served_acceptance(*target, candidate.string(), prompts, plain, o.eval_settings, o.eval_max_tokens);
     json record = {{"format", "eaglet-training/1"}, {"step", at}, {"steps", steps}, {"acc", h.acc}, {"loss", h.loss},
                    {"ttt_steps", o.ttt_steps}, {"data", fs::absolute(o.data_dir).lexically_normal().string()},
                    {"held_out_sequences", held.size()}, {"served_prompts", prompts.size()},
