@@ -5,7 +5,8 @@ The target is a Python-code LM, so its training distribution is Python source: t
 (/usr/lib/python3.11, /usr/lib/python3/dist-packages), test files excluded, and the files the dev prompts
 (../shared/prompts/pycode-dev.jsonl) were cut from excluded too. Files are shuffled with --seed; each gives up to
 --chunks-per-file random line-aligned chunks of at most --chunk-chars characters, until --chars are written.
-Standard library only: writes JSONL rows {"text": chunk} to --out.
+Standard library only: writes JSONL rows {"prompt": chunk} (the default: `eaglet extract --regenerate` writes each
+completion with the target, as served prompts are continued) or, with --text, {"text": chunk} to --out.
 """
 import argparse
 import json
@@ -65,6 +66,7 @@ def main():
     ap.add_argument("--chunk-chars", type=int, default=1300)
     ap.add_argument("--chunks-per-file", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--text", action="store_true", help='write {"text": chunk} rows instead of {"prompt": chunk}')
     a = ap.parse_args()
     excluded = set()
     with open(a.prompts) as f:
@@ -81,7 +83,7 @@ def main():
                 break
             c = chunks(p, a.chunk_chars)
             for j in sorted(rng.sample(range(len(c)), min(a.chunks_per_file, len(c)))):
-                out.write(json.dumps({"text": c[j]}) + "\n")
+                out.write(json.dumps({"text" if a.text else "prompt": c[j]}) + "\n")
                 written += len(c[j])
                 rows += 1
     print(f"pycode_corpus: {rows} rows, {written} characters from {len(files)} files ({len(excluded)} dev-prompt "

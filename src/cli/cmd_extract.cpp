@@ -51,7 +51,7 @@ Command add_extract(CLI::App& app) {
   cmd->add_option("--draft-vocab", o.draft_vocab, "Draft vocabulary size (default min(32000, target vocab))")
       ->check(at_least(0));
   cmd->add_flag("--regenerate", o.regenerate,
-                "Replace every assistant turn with the target's own reply to the turns before it (greedy unless --temp)");
+                "Replace every assistant turn (and every prompt row's completion) with the target's own reply (greedy unless --temp)");
   cmd->add_option("--temp", o.sampling.temperature, "--regenerate: temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--top-p", o.sampling.top_p, "--regenerate: nucleus mass")->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top-k", o.sampling.top_k, "--regenerate: top-k (0 = all)")->check(at_least(0));

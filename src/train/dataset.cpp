@@ -12,16 +12,16 @@ namespace eaglet {
 
 namespace {
 
-// The conversation tokenized whole (as serving tokenizes it), and each trained piece's tokens found by encoding the
+// The pieces tokenized whole (as serving tokenizes them), and each trained piece's tokens found by encoding the
 // text before and after it: a boundary is the length of the prefix's tokens shared with the whole.
-TrainingRow tokenize_chat(const std::vector<ChatPiece>& pieces, const Tokenizer& tokenizer) {
+TrainingRow tokenize_pieces(const std::vector<ChatPiece>& pieces, const Tokenizer& tokenizer, bool add_bos) {
   std::string text;
   for (const ChatPiece& p : pieces) text += p.text;
   TrainingRow row;
-  row.ids = tokenizer.encode(text, /*add_bos=*/false);
+  row.ids = tokenizer.encode(text, add_bos);
   row.loss_mask.assign(row.ids.size(), 0);
   auto boundary = [&](size_t chars) {
-    const std::vector<int32_t> prefix = tokenizer.encode(std::string_view(text).substr(0, chars), false);
+    const std::vector<int32_t> prefix = tokenizer.encode(std::string_view(text).substr(0, chars), add_bos);
     size_t n = 0;
     while (n < prefix.size() && n < row.ids.size() && prefix[n] == row.ids[n]) ++n;
     return n;
@@ -50,6 +50,27 @@ std::vector<ChatMessage> parse_messages(const nlohmann::json& j, const std::stri
   return out;
 }
 
+// {"prompt", "completion"}: the completion is trained. Regenerated, the completion is the target's own tokens after
+// the prompt's, kept as tokens (no detokenize / retokenize round trip).
+TrainingRow prompt_row(const nlohmann::json& j, const std::string& where, const Tokenizer& tokenizer,
+                       const DatasetOptions& options) {
+  if (!j["prompt"].is_string()) fail(where, ": 'prompt' must be a string");
+  const std::string prompt = j["prompt"].get<std::string>();
+  if (options.continue_prompt) {
+    TrainingRow row;
+    row.ids = tokenizer.encode(prompt, tokenizer.adds_bos());
+    row.loss_mask.assign(row.ids.size(), 0);
+    for (int32_t id : options.continue_prompt(row.ids)) {
+      row.ids.push_back(id);
+      row.loss_mask.push_back(1);
+    }
+    return row;
+  }
+  if (!j.contains("completion") || !j["completion"].is_string())
+    fail(where, ": a 'prompt' row needs a string 'completion' (or run with --regenerate, which writes it)");
+  return tokenize_pieces({{prompt, false}, {j["completion"].get<std::string>(), true}}, tokenizer, tokenizer.adds_bos());
+}
+
 }  // namespace
 
 std::vector<TrainingRow> read_training_rows(const std::string& path, const Tokenizer& tokenizer,
@@ -71,8 +92,8 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
     const std::string where = path + ":" + std::to_string(line_no);
     const nlohmann::json j = parse_json(line, where);
     TrainingRow row;
-    if (j.is_object() && j.contains("text") && j.contains("messages"))
-      fail(where, ": a row holds both 'text' and 'messages'; keep one");
+    if (j.is_object() && (j.contains("text") + j.contains("messages") + j.contains("prompt")) > 1)
+      fail(where, ": a row holds more than one of 'text', 'messages', 'prompt'; keep one");
     if (j.is_object() && j.contains("text") && j["text"].is_string()) {
       row.ids = tokenizer.encode(j["text"].get<std::string>(), tokenizer.adds_bos());
       row.loss_mask.assign(row.ids.size(), 1);
@@ -83,9 +104,11 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
         for (size_t i = 0; i < messages.size(); ++i)
           if (messages[i].role == "assistant")
             messages[i].content = options.regenerate({messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i)});
-      row = tokenize_chat(chat_pieces(*format, messages), tokenizer);
+      row = tokenize_pieces(chat_pieces(*format, messages), tokenizer, /*add_bos=*/false);
+    } else if (j.is_object() && j.contains("prompt")) {
+      row = prompt_row(j, where, tokenizer, options);
     } else {
-      fail(where, ": expected {\"text\": \"...\"} or {\"messages\": [...]}");
+      fail(where, ": expected {\"text\": \"...\"}, {\"prompt\": \"...\", \"completion\": \"...\"} or {\"messages\": [...]}");
     }
     if (static_cast<int64_t>(row.ids.size()) > options.max_length) {
       row.ids.resize(static_cast<size_t>(options.max_length));

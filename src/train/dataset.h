@@ -1,6 +1,7 @@
 #pragma once
 // Training rows from a JSONL file, tokenized as the target will see them, with the loss mask a drafter trains on:
 //   {"text": "..."}                 plain text (BOS as the tokenizer adds it): every token is trained
+//   {"prompt": "...", "completion": "..."}  plain text, the prompt then the completion: only the completion is trained
 //   {"messages": [{"role", "content"}, ...]}  a conversation in the target's chat format (no generation prompt):
 //                                   only assistant turns (content and end-of-turn marker) are trained
 #include <cstdint>
@@ -22,9 +23,13 @@ struct TrainingRow {
 // own answers, the data that matters most for acceptance).
 using ReplyWriter = std::function<std::string(const std::vector<ChatMessage>& context)>;
 
+// The target's own continuation of a prompt's tokens (`--regenerate` on {"prompt"} rows).
+using PromptContinuer = std::function<std::vector<int32_t>(const std::vector<int32_t>& prompt)>;
+
 struct DatasetOptions {
-  int64_t max_length = 2048;  // rows are cut to this many tokens
-  ReplyWriter regenerate;     // set: every assistant turn is replaced by its reply to the turns before it
+  int64_t max_length = 2048;     // rows are cut to this many tokens
+  ReplyWriter regenerate;        // set: every assistant turn is replaced by its reply to the turns before it
+  PromptContinuer continue_prompt;  // set: every prompt row's completion is the target's continuation
 };
 
 // Every row of `text`, the contents of `path` (named in errors), in order. A malformed line is an Error naming

@@ -118,19 +118,55 @@ void write_shard(Transformer& target, const std::vector<TrainingRow>& rows, size
   fs::rename(tmp, path);
 }
 
+GenerationLimits regenerate_limits(const Transformer& target, const ExtractOptions& o) {
+  return {o.regenerate_max_tokens, 0, target.config().eos_token_ids, o.prefill_batch};
+}
+
+// The replies written so far, with a progress line (regeneration runs before the first shard, and is the long part).
+struct Replies {
+  bool show = true;
+  uint64_t count = 0;
+  int64_t tokens = 0;
+  Timer timer;
+  void add(size_t n) {
+    ++count;
+    tokens += static_cast<int64_t>(n);
+    if (show)
+      std::fprintf(stderr, "\rregenerate: %llu replies, %lld tokens, %.0f tok/s   ", static_cast<unsigned long long>(count),
+                 static_cast<long long>(tokens), static_cast<double>(tokens) / std::max(1e-9, timer.seconds()));
+  }
+};
+
+// Each regenerated reply's seed follows from --seed and the reply's order, so a rerun writes the same data.
+SamplingParams reply_sampling(const ExtractOptions& o, uint64_t order) {
+  SamplingParams sampling = o.sampling;
+  sampling.seed = o.sampling.seed * 1000003ull + order;
+  return sampling;
+}
+
 // The target's reply to a conversation, in its chat format, until its end-of-turn or EOS token.
-ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const ExtractOptions& o) {
-  const ChatFormat format = chat_format_for(o.model_dir, tokenizer);
-  GenerationLimits limits{o.regenerate_max_tokens, 0, target.config().eos_token_ids, o.prefill_batch};
-  const char* end_of_turn = format == ChatFormat::Llama3 ? "<|eot_id|>" : format == ChatFormat::ChatML ? "<|im_end|>" : "</s>";
-  const std::vector<int32_t> eot = tokenizer.encode(end_of_turn, false);
-  if (eot.size() == 1) limits.stop_ids.push_back(eot[0]);
-  auto replies = std::make_shared<uint64_t>(0);
-  return [&target, &tokenizer, o, format, limits, replies](const std::vector<ChatMessage>& context) {
-    SamplingParams sampling = o.sampling;
-    sampling.seed = o.sampling.seed * 1000003ull + (*replies)++;
+ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const ExtractOptions& o,
+                         std::shared_ptr<Replies> replies) {
+  return [&target, &tokenizer, o, replies](const std::vector<ChatMessage>& context) {
+    const ChatFormat format = chat_format_for(o.model_dir, tokenizer);
+    GenerationLimits limits = regenerate_limits(target, o);
+    const char* end_of_turn = format == ChatFormat::Llama3 ? "<|eot_id|>" : format == ChatFormat::ChatML ? "<|im_end|>" : "</s>";
+    const std::vector<int32_t> eot = tokenizer.encode(end_of_turn, false);
+    if (eot.size() == 1) limits.stop_ids.push_back(eot[0]);
     const std::vector<int32_t> prompt = tokenizer.encode(render_chat(format, context), false);
-    return tokenizer.decode(generate_plain(target, prompt, sampling, limits).tokens, /*skip_special=*/true);
+    const std::vector<int32_t> reply = generate_plain(target, prompt, reply_sampling(o, replies->count), limits).tokens;
+    replies->add(reply.size());
+    return tokenizer.decode(reply, /*skip_special=*/true);
+  };
+}
+
+// The target's continuation of a plain prompt, as tokens, until EOS.
+PromptContinuer prompt_continuer(Transformer& target, const ExtractOptions& o, std::shared_ptr<Replies> replies) {
+  return [&target, o, replies](const std::vector<int32_t>& prompt) {
+    std::vector<int32_t> reply =
+        generate_plain(target, prompt, reply_sampling(o, replies->count), regenerate_limits(target, o)).tokens;
+    replies->add(reply.size());
+    return reply;
   };
 }
 
@@ -154,10 +190,16 @@ ExtractSummary run_extract(const ExtractOptions& o) {
     fail("extract: --layers must not include ", c.num_layers, " (the final state is always written separately)");
   target->set_aux_layers(capture);  // validates the ids before any work
 
-  DatasetOptions dataset{o.max_length, {}};
-  if (o.regenerate) dataset.regenerate = reply_writer(*target, tokenizer, o);
+  DatasetOptions dataset{o.max_length, {}, {}};
+  if (o.regenerate) {
+    auto replies = std::make_shared<Replies>();
+    replies->show = o.progress;
+    dataset.regenerate = reply_writer(*target, tokenizer, o, replies);
+    dataset.continue_prompt = prompt_continuer(*target, o, replies);
+  }
   const std::string data = read_file(o.data_file);  // read once: parsed here, hashed for the manifest
   std::vector<TrainingRow> rows = parse_training_rows(data, o.data_file, tokenizer, o.model_dir, dataset);
+  if (o.regenerate && o.progress) std::fprintf(stderr, "\n");
   target->set_aux_layers(capture);  // sorted: the final state comes last
   const int64_t n_aux = static_cast<int64_t>(aux.size());
   apply_budget(rows, o.max_tokens);

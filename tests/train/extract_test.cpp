@@ -187,6 +187,39 @@ TEST(Extract, RegenerateUsesTheTargetsOwnReplies) {
   EXPECT_EQ(tok.decode(want[1].ids).find("hello, how can I help?"), std::string::npos) << "the reply was replaced";
 }
 
+// {"prompt", "completion"} rows train the completion only; regenerated, the completion is exactly the target's greedy
+// tokens after the prompt's (kept as tokens, with no round trip through text).
+TEST(Extract, PromptRowsTrainTheCompletion) {
+  const std::string dir = test::temp_dir("extract_prompt_rows");
+  const std::string prompt = "def add(a, b):\n", completion = "    return a + b\n";
+  test::write_file(dir + "/rows.jsonl", nlohmann::json{{"prompt", prompt}, {"completion", completion}}.dump() + "\n");
+  const Tokenizer tok = Tokenizer::load(tiny("llama_fp32"));
+  const std::vector<int32_t> whole = tok.encode(prompt + completion, tok.adds_bos());
+  const size_t n_prompt = tok.encode(prompt, tok.adds_bos()).size();
+  const auto rows = read_training_rows(dir + "/rows.jsonl", tok, tiny("llama_fp32"), {});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].ids, whole);
+  ASSERT_LT(n_prompt, whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_EQ(rows[0].loss_mask[i], i >= n_prompt ? 1 : 0) << i;
+
+  ExtractOptions o = options(tiny("llama_fp32"), dir + "/rows.jsonl", dir + "/out");
+  o.regenerate = true;
+  o.regenerate_max_tokens = 9;
+  run_extract(o);
+  auto target = Transformer::load(tiny("llama_fp32"));
+  const std::vector<int32_t> prompt_ids = tok.encode(prompt, tok.adds_bos());
+  const std::vector<int32_t> reply =
+      generate_plain(*target, prompt_ids, {}, {9, 0, target->config().eos_token_ids, 256}).tokens;
+  ASSERT_FALSE(reply.empty());
+  const Checkpoint shard = Checkpoint::open_file(dir + "/out/shard-00000.safetensors");
+  std::vector<int64_t> want(prompt_ids.begin(), prompt_ids.end());
+  want.insert(want.end(), reply.begin(), reply.end());
+  EXPECT_EQ(ints(shard, "input_ids"), want);
+  std::vector<int64_t> mask(want.size(), 0);
+  std::fill(mask.begin() + static_cast<std::ptrdiff_t>(prompt_ids.size()), mask.end(), 1);
+  EXPECT_EQ(ints(shard, "loss_mask"), mask);
+}
+
 TEST(BadInputExtract, MalformedRowsAreNamed) {
   const std::string dir = test::temp_dir("extract_bad");
   test::write_file(dir + "/bad.jsonl", "{\"text\": \"fine\"}\n{\"text\": 5}\n");
@@ -197,7 +230,10 @@ TEST(BadInputExtract, MalformedRowsAreNamed) {
               AllOf(HasSubstr("bad2.jsonl:1"), HasSubstr("'content'")));
   test::write_file(dir + "/both.jsonl", "{\"text\": \"x y\", \"messages\": []}\n");
   EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("llama_fp32"), dir + "/both.jsonl", dir + "/o4")); }),
-              AllOf(HasSubstr("both.jsonl:1"), HasSubstr("both 'text' and 'messages'")));
+              AllOf(HasSubstr("both.jsonl:1"), HasSubstr("more than one of 'text', 'messages', 'prompt'")));
+  test::write_file(dir + "/prompt.jsonl", "{\"prompt\": \"def f():\"}\n");
+  EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("llama_fp32"), dir + "/prompt.jsonl", dir + "/o7")); }),
+              AllOf(HasSubstr("prompt.jsonl:1"), HasSubstr("'completion'"), HasSubstr("--regenerate")));
   EXPECT_THAT(test::error_of([&] { run_extract(options(tiny("llama_fp32"), dir, dir + "/o5")); }),
               HasSubstr("is a directory"));
   ExtractOptions o = options(tiny("llama_fp32"), dir + "/both.jsonl", dir + "/both.jsonl");

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   app.add_option("--check-tolerance", o.check_tolerance, "One-network check: largest relative logit difference")
       ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--resume", o.resume, "Continue from OUT/train-state/");
+  app.add_option("--bf16", o.bf16, "Matmuls of the training forward in bf16 autocast (true) or fp32 (false)");
   eaglet::cli::add_threads_option(app, o.threads);
   try {
     app.parse(argc, argv);

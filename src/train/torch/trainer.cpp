@@ -1,5 +1,6 @@
 #include "train/torch/trainer.h"
 
+#include <ATen/autocast_mode.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +57,24 @@ void write_new_drafter_config(const std::string& dir, const ModelConfig& t, cons
 }
 
 namespace {
+
+// bf16 autocast of CPU matmuls for one scope (libtorch's own rule list decides which ops run in bf16).
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(bool on) : was_(at::autocast::is_cpu_enabled()) {
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(on);
+  }
+  ~AutocastGuard() {
+    at::autocast::set_cpu_enabled(was_);
+    at::autocast::clear_cache();
+  }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool was_;
+};
 
 // model.safetensors of the net (bf16) with the vocabulary maps, beside its config.json.
 void write_weights(const std::string& dir, const DraftNet& net, const ExtractedData& data) {
@@ -371,7 +390,10 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     for (int i = 0; i < o.batch; ++i) seqs.push_back(train[order.at(static_cast<uint64_t>(step) * o.batch + i)]);
     const TttBatch batch = make_ttt_batch(data, teacher, seqs);
     optimizer.zero_grad();
-    const TttResult r = ttt_loss(net, batch, o.ttt_steps, o.decay);
+    const TttResult r = [&] {
+      const AutocastGuard autocast(o.bf16);
+      return ttt_loss(net, batch, o.ttt_steps, o.decay);
+    }();
     r.loss.backward();
     torch::nn::utils::clip_grad_norm_(net.param_list(), o.clip);
     optimizer.step();

@@ -31,6 +31,7 @@ struct TrainOptions {
   size_t select_setting = 1;        // index into eval_settings of the accept len that chooses the kept drafter
   double check_tolerance = 0.02;    // one-network check: max |logit difference| / (1 + max |logit|)
   bool resume = false;
+  bool bf16 = true;  // matmuls of the training forward under bf16 autocast (master weights, norms, loss in fp32)
   int threads = 0;
 };
 
