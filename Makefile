@@ -5,8 +5,13 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 MODEL      ?= ../shared/models/pycode-llama-19m
+DRAFTER    ?= drafters/pycode-llama-19m-eagle3
+DRAFTER_WORK ?= models/pycode-drafter-work
+DEMO_PROMPT ?= import os\n\n\ndef list_python_files(root):\n
+DRAFTER_TRAIN_FLAGS ?= --epochs 1 --lr 2e-3 --eval-every 200
+DEMO_SPEC  ?= --speculative-num-steps 5 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8
 
-.PHONY: all deps build test test-asan fuzz demo bench clean
+.PHONY: all deps build test test-asan fuzz demo drafter bench clean
 
 all: build
 
@@ -14,7 +19,7 @@ deps:
 	@bash scripts/deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DEAGLET_BUILD_TESTS=ON -DEAGLET_TRAINER=ON
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
@@ -23,7 +28,7 @@ test: build
 
 # Every test again under AddressSanitizer + UBSan (bad-input tests above all: corrupt files, malformed configs, CLI misuse).
 test-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DEAGLET_SANITIZE=ON
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DEAGLET_SANITIZE=ON -DEAGLET_BUILD_TESTS=ON -DEAGLET_TRAINER=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -35,8 +40,24 @@ fuzz:
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target eaglet_fuzzers
 	bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-demo: build
-	$(BUILD)/eaglet generate -m $(MODEL) -n 96 -p "$$(printf 'import os\n\n\ndef list_python_files(root):\n')"
+# The main job: one prompt decoded by the target alone and with the shipped EAGLE-3 drafter (greedy), both texts
+# compared, accept len, per-depth acceptance and both speeds printed. Installs and builds only what running needs.
+demo:
+	@bash scripts/deps.sh --run
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DEAGLET_BUILD_TESTS=OFF -DEAGLET_TRAINER=OFF
+	cmake --build $(BUILD) -j $(JOBS) --target eaglet
+	$(BUILD)/eaglet generate -m $(MODEL) -d $(DRAFTER) $(DEMO_SPEC) -n 128 --compare -p "$$(printf '$(DEMO_PROMPT)')"
+
+# Reproduces the shipped drafter $(DRAFTER) with eaglet's own commands (README, "The default drafter").
+drafter: build
+	mkdir -p $(DRAFTER_WORK) $(DRAFTER)
+	python3 scripts/pycode_corpus.py --out $(DRAFTER_WORK)/corpus.jsonl --chars 2000000 --chunk-chars 650
+	$(BUILD)/eaglet extract -m $(MODEL) --data $(DRAFTER_WORK)/corpus.jsonl --out $(DRAFTER_WORK)/extract \
+	    --regenerate --regenerate-max-tokens 160 --draft-vocab 4096
+	$(BUILD)/eaglet train-draft -m $(MODEL) --data $(DRAFTER_WORK)/extract --out $(DRAFTER_WORK)/trained \
+	    $(DRAFTER_TRAIN_FLAGS)
+	cp $(DRAFTER_WORK)/trained/config.json $(DRAFTER_WORK)/trained/model.safetensors \
+	   $(DRAFTER_WORK)/trained/eaglet_training.json $(DRAFTER)/
 
 bench: build
 	$(BUILD)/eaglet bench --plain

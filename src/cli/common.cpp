@@ -79,7 +79,8 @@ int exec_sibling(const std::string& program, int argc, char** argv) {
   args.push_back(nullptr);
   execv(path.c_str(), args.data());
   std::cerr << "eaglet: error: cannot run " << path.string() << " (" << std::strerror(errno)
-            << "); it is built with eaglet when libtorch is found (Debian libtorch-dev; make build installs it)\n";
+            << "); it is built with eaglet unless configured with -DEAGLET_TRAINER=OFF (as make demo does); make build builds "
+               "it (Debian libtorch-dev)\n";
   return 1;
 }
 

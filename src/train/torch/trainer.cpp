@@ -388,7 +388,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
     std::vector<SequenceRef> seqs;
     for (int i = 0; i < o.batch; ++i) seqs.push_back(train[order.at(static_cast<uint64_t>(step) * o.batch + i)]);
-    const TttBatch batch = make_ttt_batch(data, teacher, seqs);
+    const TttBatch batch = make_ttt_batch(data, teacher, seqs, o.bf16 ? 64 : 1);
     optimizer.zero_grad();
     const TttResult r = [&] {
       const AutocastGuard autocast(o.bf16);

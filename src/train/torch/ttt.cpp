@@ -31,9 +31,11 @@ std::pair<torch::Tensor, torch::Tensor> Teacher::operator()(const torch::Tensor&
   return {torch::softmax(logits.index_select(-1, draft_ids_), -1), argmax};
 }
 
-TttBatch make_ttt_batch(const ExtractedData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs) {
+TttBatch make_ttt_batch(const ExtractedData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
+                        int64_t pad_multiple) {
   int64_t T = 0;
   for (const SequenceRef& s : seqs) T = std::max(T, s.length);
+  T = (T + pad_multiple - 1) / pad_multiple * pad_multiple;
   const int64_t B = static_cast<int64_t>(seqs.size()), H = data.hidden_size();
   const int64_t W = static_cast<int64_t>(data.aux_layers().size()) * H;
   TttBatch b;

@@ -43,8 +43,10 @@ struct TttResult {
   std::vector<int64_t> step_count;          // counted positions per step
 };
 
-// The sequences of a batch, padded to the longest, with the teacher computed from their final states.
-TttBatch make_ttt_batch(const ExtractedData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs);
+// The sequences of a batch, padded to the longest rounded up to `pad_multiple` (few distinct shapes: oneDNN's bf16
+// kernels are generated per shape), with the teacher computed from their final states.
+TttBatch make_ttt_batch(const ExtractedData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
+                        int64_t pad_multiple = 1);
 
 TttResult ttt_loss(const DraftNet& net, const TttBatch& batch, int steps, double decay);
 
