@@ -1,9 +1,10 @@
 // The page at `/` of eaglet serve in headless Chromium (Debian's `chromium`, driven by the npm `puppeteer-core`):
 // it loads, a typed prompt streams, tokens of both origins (accepted draft, target) are marked in the DOM, live accept
 // len and tok/s are shown, the plain/speculative switch works (plain shows only target tokens, the same text under
-// greedy), and a screenshot of the speculative answer is written. Run by CTest (tests/server/CMakeLists.txt).
+// greedy), and a screenshot of the speculative answer is written. Against PLAIN_MODEL (no chat template, no drafter)
+// the page offers completion only and shows the answer as the target's. Run by CTest (tests/CMakeLists.txt).
 //
-//   node page_chromium.mjs EAGLET_BIN TARGET DRAFTER SCREENSHOT.png
+//   node page_chromium.mjs EAGLET_BIN TARGET DRAFTER PLAIN_MODEL SCREENSHOT.png
 //
 // Exit 0 pass, 1 fail, 77 skip: only when no Chromium is installed (scripts/deps.sh installs it; it could not here).
 import { spawn } from 'node:child_process';
@@ -11,9 +12,9 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 const SKIP = 77;
-const [eaglet, target, drafter, screenshot] = process.argv.slice(2);
+const [eaglet, target, drafter, plainModel, screenshot] = process.argv.slice(2);
 if (!screenshot) {
-  console.error('usage: node page_chromium.mjs EAGLET_BIN TARGET DRAFTER SCREENSHOT.png');
+  console.error('usage: node page_chromium.mjs EAGLET_BIN TARGET DRAFTER PLAIN_MODEL SCREENSHOT.png');
   process.exit(2);
 }
 
@@ -39,8 +40,8 @@ function check(condition, message) {
 }
 
 // eaglet serve on a free port: resolves with its base URL once it prints it.
-function startServer() {
-  const server = spawn(eaglet, ['serve', '-m', target, '-d', drafter, '-t', '1', '-c', '512', '--port', '0'],
+function startServer(modelArgs) {
+  const server = spawn(eaglet, ['serve', ...modelArgs, '-t', '1', '-c', '512', '--port', '0'],
                        { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const url = new Promise((resolve, reject) => {
@@ -60,10 +61,10 @@ async function run(page, prompt, speculative, maxTokens) {
   await page.$eval('#prompt', (e) => { e.value = ''; });
   await page.type('#prompt', prompt);
   await page.select('#mode', 'completion');
+  await page.evaluate(() => { window.statsSeen = []; });
   await page.$eval('#max_tokens', (e, n) => { e.value = String(n); }, maxTokens);
   const box = await page.$('#speculative');
   if ((await box.evaluate((e) => e.checked)) !== speculative) await box.click();
-  await page.evaluate(() => { window.statsSeen = []; });
   await page.click('#send');
   await page.waitForFunction(() => document.getElementById('stats').textContent.includes('finish') &&
                                    !document.getElementById('send').disabled, { timeout: 60000 });
@@ -85,8 +86,16 @@ function parseStats(line) {
            plain: line.includes('accept len - (plain)'), finish: (line.match(/finish (\w+)/) || [])[1] };
 }
 
-const { server, url, log } = startServer();
-let browser;
+// Every stats line the page shows while it streams (the page's global show()).
+async function recordStats(page) {
+  await page.evaluate(() => {
+    const show = window.show;
+    window.show = (stats) => { show(stats); window.statsSeen.push(document.getElementById('stats').textContent); };
+  });
+}
+
+const { server, url, log } = startServer(['-m', target, '-d', drafter]);
+let browser, plainServer;
 try {
   const base = await url;
   const prompt = 'def f(x): return x';
@@ -106,11 +115,7 @@ try {
   page.on('pageerror', (e) => pageErrors.push(e.message));
   await page.goto(base + '/', { waitUntil: 'networkidle0' });
   check(await page.title() === 'eaglet', 'the page title is not "eaglet"');
-  // Every stats line the page shows while it streams (the page's global show()).
-  await page.evaluate(() => {
-    const show = window.show;
-    window.show = (stats) => { show(stats); window.statsSeen.push(document.getElementById('stats').textContent); };
-  });
+  await recordStats(page);
 
   const spec = await run(page, prompt, true, maxTokens);
   check(spec.error === '', `speculative run shows an error: ${spec.error}`);
@@ -142,15 +147,32 @@ try {
   check(plain.spans.map((s) => s.text).join('') === want, 'the plain run\'s text differs from the speculative one (greedy)');
   const plainStats = parseStats(plain.stats);
   check(plainStats.drafts === 0 && plainStats.plain, `the plain run's stats show drafts or an accept len: ${plain.stats}`);
+
+  // A model without a chat template, served without a drafter: completion only; speculative asked, plain given.
+  plainServer = startServer(['-m', plainModel]);
+  await page.goto((await plainServer.url) + '/', { waitUntil: 'networkidle0' });
+  await page.waitForFunction(() => document.querySelector('#mode option[value=chat]').disabled, { timeout: 20000 });
+  check(await page.$eval('#mode', (e) => e.value) === 'completion', 'the page did not switch to completion');
+  check((await page.$eval('#mode', (e) => e.title)).includes('no chat template'),
+        'the mode switch does not say why chat is off');
+  await recordStats(page);
+  const alone = await run(page, 'def add(a, b):', true, 16);
+  check(alone.error === '', `the completion shows an error: ${alone.error}`);
+  check(alone.spans.length > 0 && alone.spans.every((s) => s.origin === 'target'),
+        'a server without a drafter marks tokens other than the target\'s');
+  check(parseStats(alone.stats).plain, `a server without a drafter shows an accept len: ${alone.stats}`);
   check(pageErrors.length === 0, `JavaScript errors on the page: ${pageErrors.join('; ')}`);
 
   console.log(`speculative: ${spec.spans.length} tokens (${drafts} accepted drafts, ${targets} target): ${spec.stats}`);
   console.log(`plain: ${plain.spans.length} tokens, all target: ${plain.stats}`);
+  console.log(`no chat template, no drafter: completion only, ${alone.spans.length} target tokens: ${alone.stats}`);
   console.log(`screenshot: ${screenshot}`);
 } catch (e) {
   fail(e.stack || String(e));
   console.error(log());
+  if (plainServer) console.error(plainServer.log());
 } finally {
   if (browser) await browser.close();
   server.kill('SIGTERM');
+  if (plainServer) plainServer.server.kill('SIGTERM');
 }
