@@ -5,6 +5,8 @@
 //                    --drafter-step: a drafter step against a target step
 //   speculative.cpp  -d DRAFTER --prompts FILE, or --echo-pair: plain vs speculative over a prompt set
 //   synthetic.cpp    the random-weight models of real shapes they run on
+//   serve/           --serve: concurrent streaming clients against eaglet serve (links cpp-httplib: eaglet_server)
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,11 +35,23 @@ struct BenchArgs {
   int num_prompts = 0, max_tokens = 128, bench_threads = 0;
   std::vector<std::string> settings = {"5,1,6", "5,4,8", "6,8,16"};
   SamplingParams sampling;
+  // --serve: a server under load (started here unless --url names a running one)
+  bool serve = false;
+  std::string url, tokenizer_dir = "../shared/models/pycode-llama-19m";
+  std::vector<int> clients = {1, 4, 16};
+  int requests_per_client = 2, context = 2048;
 };
 
 int run_plain(const BenchArgs& a);
 int run_cost_curve(const BenchArgs& a);
 int run_speculative(const BenchArgs& a);
+int run_serve(const BenchArgs& a);  // src/bench/serve/
+
+// --echo-pair: the synthetic pair of --shape and --deviation, made once under --synthetic-dir; returns its folder
+// (target/ and drafter/ inside).
+std::string echo_pair_dir(const BenchArgs& a);
+// --num-prompts (default 4) prompts of --prompt-tokens random ids below vocab_size, the same every run.
+std::vector<std::vector<int32_t>> random_prompts(const BenchArgs& a, int64_t vocab_size);
 
 // -m DIR, or a synthetic model of --shape written once under --synthetic-dir.
 std::string model_dir(const BenchArgs& a);

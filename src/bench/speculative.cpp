@@ -40,6 +40,29 @@ void add(Totals& t, const GenerationResult& r, const SpecStats* stats = nullptr)
 
 }  // namespace
 
+std::string echo_pair_dir(const BenchArgs& a) {
+  if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+  const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
+  char dev[32];
+  std::snprintf(dev, sizeof dev, "%g", a.deviation);
+  const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + "-echo-" + dev;
+  std::fprintf(stderr, "bench: synthetic pair %s (bigram target of %s shape, drafter built to match it)\n",
+               dir.c_str(), shape.name.c_str());
+  ensure_echo_pair(dir, shape, a.draft_vocab, a.deviation);
+  return dir;
+}
+
+std::vector<std::vector<int32_t>> random_prompts(const BenchArgs& a, int64_t vocab_size) {
+  std::mt19937 rng(21);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < (a.num_prompts > 0 ? a.num_prompts : 4); ++i) {
+    std::vector<int32_t> p(static_cast<size_t>(a.prompt_tokens));
+    for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab_size));
+    prompts.push_back(std::move(p));
+  }
+  return prompts;
+}
+
 int run_speculative(const BenchArgs& a) {
   set_num_threads(a.bench_threads);
   std::vector<DraftParams> settings;  // parsed first: a bad one fails before any model is loaded
@@ -49,14 +72,7 @@ int run_speculative(const BenchArgs& a) {
   }
   std::string target_dir = a.model, drafter_dir = a.spec.drafter;
   if (a.echo_pair) {
-    if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
-    const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
-    char dev[32];
-    std::snprintf(dev, sizeof dev, "%g", a.deviation);
-    const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + "-echo-" + dev;
-    std::fprintf(stderr, "bench: synthetic pair %s (bigram target of %s shape, drafter built to match it)\n",
-                 dir.c_str(), shape.name.c_str());
-    ensure_echo_pair(dir, shape, a.draft_vocab, a.deviation);
+    const std::string dir = echo_pair_dir(a);
     target_dir = dir + "/target";
     drafter_dir = dir + "/drafter";
   } else if (a.model.empty() || a.prompts_file.empty()) {
@@ -67,12 +83,7 @@ int run_speculative(const BenchArgs& a) {
   Eagle3Proposer proposer(*drafter);
   std::vector<std::vector<int32_t>> prompts;
   if (a.echo_pair) {  // no tokenizer: random token prompts
-    std::mt19937 rng(21);
-    for (int i = 0; i < (a.num_prompts > 0 ? a.num_prompts : 4); ++i) {
-      std::vector<int32_t> p(static_cast<size_t>(a.prompt_tokens));
-      for (auto& t : p) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(target->config().vocab_size));
-      prompts.push_back(std::move(p));
-    }
+    prompts = random_prompts(a, target->config().vocab_size);
   } else {
     Tokenizer tokenizer = Tokenizer::load(target_dir);
     check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);

@@ -43,14 +43,28 @@ Command add_bench(CLI::App& app) {
                 "(random prompts of --prompt-tokens)");
   cmd->add_option("--deviation", a->deviation, "How far the echo target strays from its bigram map (0: never)")
       ->check(CLI::Range(0.0, 10.0));
+  cmd->add_flag("--serve", a->serve,
+                "Load test of eaglet serve: concurrent streaming clients (--clients), speculation on and off; the "
+                "server of -m/-d (or --echo-pair) is started here unless --url names a running one");
+  cmd->add_option("--url", a->url, "--serve: a running server, http://HOST:PORT");
+  cmd->add_option("--clients", a->clients, "--serve: concurrent client counts, e.g. --clients 1,4,16")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--requests-per-client", a->requests_per_client, "--serve: requests each client sends in turn")
+      ->check(at_least(1));
+  cmd->add_option("-c,--ctx", a->context, "--serve: the started server's context (-c)")->check(at_least(1));
+  cmd->add_option("--tokenizer", a->tokenizer_dir,
+                  "--serve --echo-pair: the folder whose tokenizer the synthetic target is served with");
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");
   add_spec_flags(*cmd, a->spec, /*log_every=*/false);
   return [a, cmd] {
     a->spec_setting_given = cmd->count("--speculative-num-steps") + cmd->count("--speculative-eagle-topk") +
                                 cmd->count("--speculative-num-draft-tokens") > 0;
+    if (a->serve) return bench::run_serve(*a);
     if (a->cost_curve) return bench::run_cost_curve(*a);
     if (!a->spec.drafter.empty() || a->echo_pair) return bench::run_speculative(*a);
-    if (!a->plain) fail("bench: choose --plain, or -d DRAFTER --prompts FILE for speculative decoding");
+    if (!a->plain)
+      fail("bench: choose --plain, --cost-curve, --serve, or -d DRAFTER --prompts FILE for speculative decoding");
     return bench::run_plain(*a);
   };
 }

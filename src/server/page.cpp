@@ -42,7 +42,9 @@ let controller = null;
 
 function show(stats) {
   const rate = stats.decodeSeconds > 0 ? (stats.tokens - 1) / stats.decodeSeconds : 0;
-  const accept = stats.rounds > 0 ? ((stats.tokens - 1) / stats.rounds).toFixed(2) : '-';
+  // Live: tokens after the first per verify round; at the end the server's own figure (none when it ran plain).
+  let accept = stats.rounds > 0 ? ((stats.tokens - 1) / stats.rounds).toFixed(2) : '-';
+  if (stats.finish) accept = stats.serverAccept === null ? '- (plain)' : stats.serverAccept.toFixed(2);
   $('stats').textContent = `tokens ${stats.tokens}  draft ${stats.drafts}  tok/s ${rate.toFixed(1)}  ` +
     `accept len ${accept}  first token ${stats.ttft === null ? '-' : (stats.ttft * 1000).toFixed(0) + ' ms'}` +
     (stats.finish ? `  finish ${stats.finish}` : '');
@@ -60,7 +62,8 @@ async function send() {
   $('error').textContent = '';
   const chat = $('mode').value === 'chat';
   const body = { max_tokens: Number($('max_tokens').value), temperature: Number($('temperature').value),
-                 stream: true, return_token_origin: true, speculative: $('speculative').checked };
+                 stream: true, stream_options: { include_usage: true }, return_token_origin: true,
+                 speculative: $('speculative').checked };
   if (chat) body.messages = [{ role: 'user', content: $('prompt').value }];
   else body.prompt = $('prompt').value;
   const headers = { 'Content-Type': 'application/json' };
@@ -69,7 +72,7 @@ async function send() {
   $('send').disabled = true;
   $('stop').disabled = false;
   const start = performance.now();
-  const stats = { tokens: 0, drafts: 0, rounds: 0, ttft: null, decodeSeconds: 0, finish: null };
+  const stats = { tokens: 0, drafts: 0, rounds: 0, ttft: null, decodeSeconds: 0, finish: null, serverAccept: null };
   let first = 0;
   try {
     const res = await fetch(chat ? '/v1/chat/completions' : '/v1/completions',
@@ -98,6 +101,9 @@ async function send() {
           stats.decodeSeconds = (now - first) / 1000;
           addToken(piece);
         }
+        if (chunk.speculative) stats.serverAccept = chunk.speculative.accept_length;
+        // The last piece may be the detokenizer's remainder, no token of its own: the server's count is exact.
+        if (chunk.usage) stats.tokens = chunk.usage.completion_tokens;
         for (const choice of chunk.choices || []) if (choice.finish_reason) stats.finish = choice.finish_reason;
         show(stats);
       }
@@ -111,7 +117,20 @@ async function send() {
   }
 }
 
+// A model without a chat template answers only completions: say so instead of failing at the first Send.
+async function checkChat() {
+  const res = await fetch('/tokenize', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+                                        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }) });
+  if (res.status !== 400) return;
+  const error = (await res.json()).error;
+  if (error.param !== 'messages') return;
+  $('mode').value = 'completion';
+  $('mode').querySelector('option[value=chat]').disabled = true;
+  $('mode').title = error.message;
+}
+
 $('send').onclick = send;
+checkChat().catch(() => {});
 $('stop').onclick = () => controller && controller.abort();
 </script>
 </body>

@@ -1,0 +1,308 @@
+// eaglet bench --serve: 1, 4, 16 ... concurrent streaming clients against eaglet serve, speculation on and off.
+// Every client sends its requests one after another (greedy, ignore_eos, so each generates exactly -n tokens);
+// a level ends when all its requests have. The requests ask for "return_token_origin", so that every chunk that
+// carries tokens says so even where their text is empty (a partial UTF-8 sequence, ids a synthetic model's borrowed
+// tokenizer does not know). Time to first token is from sending to the first chunk with tokens; a later chunk's gap
+// since the one before is shared among its tokens as their inter-token latency (a speculative round's tokens arrive
+// in one chunk).
+#include <httplib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "bench/bench.h"
+#include "bench/serve/server_process.h"
+#include "io/prompts_file.h"
+#include "util/error.h"
+
+namespace eaglet::bench {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+struct RequestResult {
+  bool ok = false;
+  std::string error;
+  double ttft = -1;                  // seconds
+  std::vector<double> gaps;          // inter-token latencies, seconds (one per token after the first chunk)
+  int64_t completion_tokens = 0;     // usage
+  int64_t drafts = 0;                // verify rounds (speculative block)
+  double accept_length = 0;
+};
+
+struct Endpoint {
+  std::string host;
+  int port = 0;
+};
+
+Endpoint parse_url(const std::string& url) {
+  const std::string prefix = "http://";
+  const size_t colon = url.rfind(':');
+  if (url.rfind(prefix, 0) != 0 || colon == std::string::npos || colon < prefix.size())
+    fail("--url: expected http://HOST:PORT, found '", url, "'");
+  Endpoint e{url.substr(prefix.size(), colon - prefix.size()), 0};
+  try {
+    e.port = std::stoi(url.substr(colon + 1));
+  } catch (const std::exception&) {
+    fail("--url: expected http://HOST:PORT, found '", url, "'");
+  }
+  return e;
+}
+
+// One streamed completion; the answer's chunks are parsed as they arrive.
+RequestResult stream_completion(const Endpoint& server, const json& body) {
+  RequestResult r;
+  httplib::Client client(server.host, server.port);
+  client.set_read_timeout(600, 0);
+  std::string buffer, raw;
+  std::optional<Clock::time_point> last;
+  const Clock::time_point start = Clock::now();
+  auto on_event = [&](const std::string& data) {
+    if (data == "[DONE]") return;
+    const json chunk = json::parse(data, nullptr, false);
+    if (chunk.is_discarded()) return;
+    if (chunk.contains("error")) r.error = chunk["error"].value("message", "an error event");
+    if (chunk.contains("usage") && chunk["usage"].is_object())
+      r.completion_tokens = chunk["usage"].value("completion_tokens", int64_t{0});
+    if (chunk.contains("speculative") && chunk["speculative"].is_object()) {
+      r.drafts = chunk["speculative"].value("num_drafts", int64_t{0});
+      r.accept_length = chunk["speculative"].value("accept_length", 0.0);
+    }
+    if (!chunk.contains("eaglet_tokens") || chunk["eaglet_tokens"].empty()) return;
+    const Clock::time_point now = Clock::now();
+    const size_t tokens = chunk["eaglet_tokens"].size();
+    if (last)
+      r.gaps.insert(r.gaps.end(), tokens, seconds(*last, now) / static_cast<double>(tokens));
+    else
+      r.ttft = seconds(start, now);
+    last = now;
+  };
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    raw.append(data, n);
+    buffer.append(data, n);
+    for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
+      const std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      if (event.rfind("data: ", 0) == 0) on_event(event.substr(6));
+    }
+    return true;
+  };
+  const httplib::Result res = client.send(req);
+  if (!res) {
+    r.error = "HTTP: " + httplib::to_string(res.error());
+  } else if (res->status != 200) {
+    const json e = json::parse(raw, nullptr, false);
+    r.error = "status " + std::to_string(res->status) + ": " +
+              (e.is_object() && e.contains("error") ? e["error"].value("message", raw) : raw);
+  } else if (r.error.empty()) {
+    r.ok = r.ttft >= 0;
+    if (!r.ok) r.error = "the stream carried no tokens (eaglet_tokens)";
+  }
+  return r;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+struct Level {
+  bool speculative = false;
+  int clients = 0, requests = 0, ok = 0;
+  double wall_s = 0;
+  int64_t tokens = 0;
+  std::vector<double> ttft, gaps;
+  int64_t drafts = 0;
+  double accepted_rounds = 0;  // sum of accept_length x rounds
+  std::string first_error;
+
+  double accept_length() const { return drafts > 0 ? accepted_rounds / static_cast<double>(drafts) : 0; }
+  json to_json() const {
+    json j = {{"speculative", speculative},
+              {"clients", clients},
+              {"requests", requests},
+              {"ok", ok},
+              {"seconds", wall_s},
+              {"generated_tokens", tokens},
+              {"requests_per_s", ok / wall_s},
+              {"generated_tok_per_s", static_cast<double>(tokens) / wall_s},
+              {"ttft_p50_ms", percentile(ttft, 50) * 1e3},
+              {"ttft_p99_ms", percentile(ttft, 99) * 1e3},
+              {"itl_p50_ms", percentile(gaps, 50) * 1e3},
+              {"itl_p99_ms", percentile(gaps, 99) * 1e3},
+              {"accept_length", drafts > 0 ? json(accept_length()) : json(nullptr)}};
+    if (!first_error.empty()) j["first_error"] = first_error;
+    return j;
+  }
+};
+
+// `clients` threads, each sending `per_client` requests in turn; prompt i of the level is prompts[i % size].
+Level run_level(const Endpoint& server, const std::vector<json>& prompts, const BenchArgs& a, bool speculative,
+                int clients) {
+  Level level;
+  level.speculative = speculative;
+  level.clients = clients;
+  level.requests = clients * a.requests_per_client;
+  std::vector<RequestResult> results(static_cast<size_t>(level.requests));
+  const Clock::time_point start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      for (int k = 0; k < a.requests_per_client; ++k) {
+        const int i = c + k * clients;
+        const json body = {{"prompt", prompts[static_cast<size_t>(i) % prompts.size()]},
+                           {"max_tokens", a.max_tokens},
+                           {"temperature", 0},
+                           {"ignore_eos", true},
+                           {"stream", true},
+                           {"stream_options", {{"include_usage", true}}},
+                           {"return_token_origin", true},
+                           {"speculative", speculative}};
+        results[static_cast<size_t>(i)] = stream_completion(server, body);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  level.wall_s = seconds(start, Clock::now());
+  for (const RequestResult& r : results) {
+    if (!r.ok) {
+      if (level.first_error.empty()) level.first_error = r.error;
+      continue;
+    }
+    ++level.ok;
+    level.tokens += r.completion_tokens;
+    level.ttft.push_back(r.ttft);
+    level.gaps.insert(level.gaps.end(), r.gaps.begin(), r.gaps.end());
+    level.drafts += r.drafts;
+    level.accepted_rounds += r.accept_length * static_cast<double>(r.drafts);
+  }
+  return level;
+}
+
+void print_table(const std::vector<Level>& levels) {
+  std::printf("| decoding | clients | requests | ok | req/s | gen tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | "
+              "ITL p99 ms | accept len |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const Level& l : levels) {
+    const json j = l.to_json();
+    char accept[32] = "-";
+    if (l.drafts > 0) std::snprintf(accept, sizeof accept, "%.2f", l.accept_length());
+    std::printf("| %s | %d | %d | %d | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %s |\n",
+                l.speculative ? "speculative" : "plain", l.clients, l.requests, l.ok,
+                j["requests_per_s"].get<double>(), j["generated_tok_per_s"].get<double>(),
+                j["ttft_p50_ms"].get<double>(), j["ttft_p99_ms"].get<double>(), j["itl_p50_ms"].get<double>(),
+                j["itl_p99_ms"].get<double>(), accept);
+  }
+  for (const Level& l : levels)
+    if (!l.first_error.empty())
+      std::fprintf(stderr, "bench --serve: %s, %d clients: %d of %d requests failed; the first: %s\n",
+                   l.speculative ? "speculative" : "plain", l.clients, l.requests - l.ok, l.requests,
+                   l.first_error.c_str());
+}
+
+// The server's flags: the target (and drafter), the context, a queue that holds every client.
+std::vector<std::string> serve_args(const BenchArgs& a, const std::string& target, const std::string& drafter) {
+  const int max_clients = *std::max_element(a.clients.begin(), a.clients.end());
+  std::vector<std::string> args = {"-m", target, "-c", std::to_string(a.context), "--max-queue",
+                                   std::to_string(std::max(32, max_clients))};
+  if (a.bench_threads > 0) args.insert(args.end(), {"-t", std::to_string(a.bench_threads)});
+  if (drafter.empty()) return args;
+  args.insert(args.end(), {"-d", drafter});
+  if (!a.spec.aux_convention.empty()) args.insert(args.end(), {"--aux-layer-convention", a.spec.aux_convention});
+  if (a.spec_setting_given)
+    args.insert(args.end(), {"--speculative-num-steps", std::to_string(a.spec.num_steps), "--speculative-eagle-topk",
+                             std::to_string(a.spec.topk), "--speculative-num-draft-tokens",
+                             std::to_string(a.spec.num_draft_tokens)});
+  return args;
+}
+
+// The synthetic pair has no tokenizer; the server needs one to start (prompts are token ids): --tokenizer's.
+void give_tokenizer(const std::string& target, const std::string& tokenizer_dir) {
+  namespace fs = std::filesystem;
+  if (fs::exists(fs::path(target) / "tokenizer.json")) return;
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json"}) {
+    const fs::path from = fs::path(tokenizer_dir) / name;
+    if (!fs::exists(from)) fail("--tokenizer ", tokenizer_dir, ": no ", name, " (the synthetic pair needs a tokenizer ",
+                                "to be served; give a model folder that has one)");
+    fs::copy_file(from, fs::path(target) / name);
+  }
+}
+
+}  // namespace
+
+int run_serve(const BenchArgs& a) {
+  if (a.clients.empty()) fail("--clients: give at least one count");
+  if (!a.url.empty()) parse_url(a.url);  // before any model is made
+  std::string target = a.model, drafter = a.spec.drafter;
+  std::vector<json> prompts;
+  if (a.echo_pair) {
+    const std::string dir = echo_pair_dir(a);
+    target = dir + "/target";
+    drafter = dir + "/drafter";
+    const json config = json::parse(std::ifstream(target + "/config.json"));
+    for (auto& p : random_prompts(a, config.at("vocab_size").get<int64_t>())) prompts.push_back(p);
+  } else {
+    if (a.prompts_file.empty()) fail("bench --serve: --prompts FILE is required (JSON lines with a 'prompt' field, or ",
+                                     "one prompt per line), or --echo-pair");
+    for (auto& p : read_prompts_file(a.prompts_file, a.num_prompts)) prompts.push_back(p);
+  }
+  std::unique_ptr<ServeProcess> process;
+  std::string url = a.url;
+  if (url.empty()) {
+    if (target.empty()) fail("bench --serve: give -m TARGET [-d DRAFTER], --echo-pair, or --url of a running server");
+    if (a.echo_pair) give_tokenizer(target, a.tokenizer_dir);
+    process = std::make_unique<ServeProcess>(serve_args(a, target, drafter), 600);
+    std::fprintf(stderr, "bench --serve: %s serving %s%s%s (log %s)\n", process->url().c_str(), target.c_str(),
+                 drafter.empty() ? "" : " with ", drafter.c_str(), process->log_path().c_str());
+    url = process->url();
+  }
+  const Endpoint server = parse_url(url);
+  // One request first: the model's pages are read in before anything is timed.
+  const json warmup = {{"prompt", prompts[0]},
+                       {"max_tokens", 2},
+                       {"temperature", 0},
+                       {"stream", true},
+                       {"return_token_origin", true}};
+  if (const RequestResult w = stream_completion(server, warmup); !w.ok)
+    fail("bench --serve: ", url, " did not answer a completion: ", w.error);
+  const bool speculative = a.url.empty() ? !drafter.empty() : true;  // a running server decides itself
+  std::vector<Level> levels;
+  for (const bool spec : speculative ? std::vector<bool>{true, false} : std::vector<bool>{false})
+    for (const int clients : a.clients) {
+      levels.push_back(run_level(server, prompts, a, spec, clients));
+      std::fprintf(stderr, "bench --serve: %s, %d clients: %d requests in %.2f s\n", spec ? "speculative" : "plain",
+                   clients, levels.back().requests, levels.back().wall_s);
+    }
+  if (a.json) {
+    json rows = json::array();
+    for (const Level& l : levels) rows.push_back(l.to_json());
+    std::printf("%s\n", json({{"url", url}, {"max_tokens", a.max_tokens}, {"prompts", prompts.size()},
+                              {"levels", rows}})
+                            .dump(2)
+                            .c_str());
+  } else {
+    print_table(levels);
+  }
+  for (const Level& l : levels)
+    if (l.ok != l.requests) return 1;
+  return 0;
+}
+
+}  // namespace eaglet::bench
