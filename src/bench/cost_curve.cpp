@@ -9,7 +9,6 @@
 #include "bench/synthetic.h"
 #include "drafter/eagle3_drafter.h"
 #include "generate/generation.h"
-#include "kernels/bandwidth.h"
 #include "kernels/cpu_features.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
@@ -67,10 +66,15 @@ int run_cost_curve(const BenchArgs& a) {
   const std::string dir = model_dir(a);
   auto model = Transformer::load(dir);
   const int64_t bytes = weight_bytes_per_token(*model), vocab = model->config().vocab_size;
-  const double probe = probe_read_bandwidth(thread_pool());
+  const double params = static_cast<double>(matmul_params_per_token(*model));
+  const MachineProbe machine = probe_machine(thread_pool());
+  const double probe = machine.read_gb_s, peak = kernel_peak_gflops(machine.compute, model->lm_head().dtype);
   std::printf("model: %s, %.2f GB of weights per forward, kernels: %s, %d threads\n", dir.c_str(), bytes / 1e9,
               std::string(isa_name(active_isa())).c_str(), thread_pool().size());
-  std::printf("memory read bandwidth (probe, %d threads): %.1f GB/s\n\n", thread_pool().size(), probe);
+  print_machine_probe(machine, thread_pool().size());
+  std::printf("GFLOP/s counts the matmuls of a forward over M tokens, 2 x %.2f G parameters x M (attention not "
+              "counted); %% of peak is against the probed %.0f GFLOP/s of the kernels' instruction\n\n",
+              params / 1e9, peak);
   const int max_m = *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end());
   std::mt19937 rng(11);
   std::vector<int32_t> tokens(static_cast<size_t>(std::max(max_m, *std::max_element(a.contexts.begin(), a.contexts.end()))));
@@ -96,13 +100,16 @@ int run_cost_curve(const BenchArgs& a) {
     }
   }
   std::printf("| M (new tokens) |");
-  for (int ctx : a.contexts) std::printf(" ctx %d: ms | T(M)/T(1) |", ctx);
+  for (int ctx : a.contexts) std::printf(" ctx %d: ms | T(M)/T(1) | GFLOP/s | %% of peak |", ctx);
   std::printf("\n|---|");
-  for (size_t c = 0; c < a.contexts.size(); ++c) std::printf("---|---|");
+  for (size_t c = 0; c < a.contexts.size(); ++c) std::printf("---|---|---|---|");
   std::printf("\n");
   for (size_t i = 0; i < a.batch_sizes.size(); ++i) {
     std::printf("| %d |", a.batch_sizes[i]);
-    for (size_t c = 0; c < a.contexts.size(); ++c) std::printf(" %.1f | %.2f |", ms[c][i], ms[c][i] / ms[c][0]);
+    for (size_t c = 0; c < a.contexts.size(); ++c) {
+      const double gflops = 2.0 * params * a.batch_sizes[i] / (ms[c][i] / 1e3) / 1e9;
+      std::printf(" %.1f | %.2f | %.0f | %s |", ms[c][i], ms[c][i] / ms[c][0], gflops, percent_of(gflops, peak).c_str());
+    }
     std::printf("\n");
   }
   const double decode_gb_s = bytes / (ms[0][0] / 1e3) / 1e9;

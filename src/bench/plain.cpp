@@ -54,11 +54,14 @@ PlainResult measure(Transformer& model, int threads, const BenchArgs& a, int64_t
 
 }  // namespace
 
-int64_t weight_bytes_per_token(const Transformer& model) {
+int64_t matmul_params_per_token(const Transformer& model) {
   const ModelConfig& c = model.config();
   const int64_t per_layer = c.hidden_size * (2 * c.q_dim() + 2 * c.kv_dim()) + 3 * c.hidden_size * c.intermediate_size;
-  return static_cast<int64_t>(dtype_size(model.lm_head().dtype)) *
-         (c.num_layers * per_layer + c.vocab_size * c.hidden_size);
+  return c.num_layers * per_layer + c.vocab_size * c.hidden_size;
+}
+
+int64_t weight_bytes_per_token(const Transformer& model) {
+  return static_cast<int64_t>(dtype_size(model.lm_head().dtype)) * matmul_params_per_token(model);
 }
 
 std::string model_dir(const BenchArgs& a) {

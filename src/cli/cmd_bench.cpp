@@ -11,6 +11,9 @@ Command add_bench(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Benchmarks (printed, never asserted)");
   auto a = std::make_shared<bench::BenchArgs>();
   cmd->add_flag("--plain", a->plain, "Plain decoding: prefill and decode tok/s, decode GB/s");
+  cmd->add_flag("--peak", a->peak,
+                "Bandwidth and compute peak (1 and all threads), and the matmul kernels on one layer of --shape against "
+                "that peak and oneDNN");
   cmd->add_flag("--cost-curve", a->cost_curve, "Time of one forward over M = 1..64 new tokens, as T(M)/T(1)");
   cmd->add_option("--batch-sizes", a->batch_sizes, "M values for --cost-curve")
       ->delimiter(',')
@@ -62,9 +65,10 @@ Command add_bench(CLI::App& app) {
                                 cmd->count("--speculative-num-draft-tokens") > 0;
     if (a->serve) return bench::run_serve(*a);
     if (a->cost_curve) return bench::run_cost_curve(*a);
+    if (a->peak) return bench::run_peak(*a);
     if (!a->spec.drafter.empty() || a->echo_pair) return bench::run_speculative(*a);
     if (!a->plain)
-      fail("bench: choose --plain, --cost-curve, --serve, or -d DRAFTER --prompts FILE for speculative decoding");
+      fail("bench: choose --plain, --peak, --cost-curve, --serve, or -d DRAFTER --prompts FILE for speculative decoding");
     return bench::run_plain(*a);
   };
 }

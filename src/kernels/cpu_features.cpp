@@ -13,7 +13,7 @@ CpuFeatures detect() {
   CpuFeatures f;
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
-  const unsigned leaf7_ebx = b, leaf7_edx = d;
+  const unsigned leaf7_ebx = b, leaf7_ecx = c, leaf7_edx = d;
   __get_cpuid_count(7, 1, &a, &b, &c, &d);
   const unsigned leaf7_1_eax = a;
   __get_cpuid(1, &a, &b, &c, &d);
@@ -27,6 +27,7 @@ CpuFeatures detect() {
   const bool avx512f = leaf7_ebx & (1u << 16), avx512bw = leaf7_ebx & (1u << 30), avx512vl = leaf7_ebx & (1u << 31);
   f.avx512 = f.avx2_fma && zmm_os && avx512f && avx512bw && avx512vl;
   f.avx512_bf16 = f.avx512 && (leaf7_1_eax & (1u << 5));
+  f.avx512_vnni = f.avx512 && (leaf7_ecx & (1u << 11));
   f.amx_bf16 = amx_os && (leaf7_edx & (1u << 22)) && (leaf7_edx & (1u << 24));
   return f;
 }

@@ -12,6 +12,7 @@ struct CpuFeatures {
   bool avx2_fma = false;    // AVX2 + FMA + F16C
   bool avx512 = false;      // AVX-512 F, BW, VL
   bool avx512_bf16 = false; // vdpbf16ps
+  bool avx512_vnni = false; // vpdpbusd (int8 dot products)
   bool amx_bf16 = false;    // AMX tiles with bf16
 };
 

@@ -189,6 +189,17 @@ TEST(CliBench, SpeculativeBenchReportsAcceptanceAndIdentity) {
   ASSERT_EQ(curve.exit_code, 0) << curve.err;
   EXPECT_THAT(curve.out, HasSubstr("| 4 |"));
   EXPECT_THAT(curve.out, HasSubstr("of the probed bandwidth"));
+  EXPECT_THAT(curve.out, HasSubstr("compute peak (probe,"));
+  EXPECT_THAT(curve.out, HasSubstr("| GFLOP/s | % of peak |"));
+}
+
+TEST(CliBench, PeakProbesAndLayerMatmuls) {
+  const auto r = run_command(eaglet("bench --peak --batch-sizes 2 --repeats 1 -t 2"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("memory read bandwidth (probe, 1 thread)"));
+  EXPECT_THAT(r.out, HasSubstr("compute peak (probe, 2 threads)"));
+  EXPECT_THAT(r.out, HasSubstr("| 2 |"));
+  EXPECT_THAT(r.out, testing::AnyOf(HasSubstr("a reference only"), HasSubstr("oneDNN reference: not built in")));
 }
 
 TEST(CliSpeculative, ZeroAcceptanceIsLoud) {

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -46,7 +48,7 @@ TEST_P(MatmulTest, MatchesReference) {
   if (active_isa() != isa) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
   std::mt19937 rng(1234);
   ThreadPool pool(2);
-  for (int64_t M : {1, 2, 3, 4, 5, 8, 9, 17}) {
+  for (int64_t M : {1, 2, 3, 4, 5, 8, 9, 17, 33, 64}) {
     for (auto [N, K] : {std::pair<int64_t, int64_t>{1, 16}, {7, 33}, {16, 64}, {37, 100}, {64, 257}}) {
       Weights w = random_weights(dtype, N, K, rng);
       std::vector<float> x(static_cast<size_t>(M * K));
@@ -79,6 +81,41 @@ INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulTest,
                            return std::string(isa_name(std::get<0>(info.param))) + "_" +
                                   std::string(dtype_name(std::get<1>(info.param)));
                          });
+
+// A row's result depends on the row alone: not on M (every M up to 64, so every split into row tiles), not on its
+// place in the batch, not on the thread count (which moves the tile boundaries along N). Bit for bit: speculative
+// verification compares a batch's argmax with what decoding token by token would have produced.
+TEST_P(MatmulTest, RowResultIndependentOfBatchSizePositionAndThreads) {
+  const auto [isa, dtype] = GetParam();
+  set_active_isa(isa);
+  if (active_isa() != isa) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
+  std::mt19937 rng(5);
+  const int64_t N = 53, K = 100, kRows = 64;  // tails along N (tiles of 4, 6, 8 rows) and along K (32 lanes)
+  const Weights w = random_weights(dtype, N, K, rng);
+  const WeightMatrix m = w.matrix(dtype, N, K);
+  std::vector<float> x(static_cast<size_t>(kRows * K));
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (float& v : x) v = dist(rng);
+  ThreadPool one(1), two(2);
+  std::vector<float> alone(static_cast<size_t>(kRows * N));
+  for (int64_t r = 0; r < kRows; ++r) matmul(alone.data() + r * N, x.data() + r * K, 1, m, one);
+  std::vector<int64_t> order(static_cast<size_t>(kRows));
+  for (int64_t r = 0; r < kRows; ++r) order[static_cast<size_t>(r)] = r;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<float> permuted(x.size()), y(static_cast<size_t>(kRows * N));
+  for (int64_t r = 0; r < kRows; ++r)
+    std::copy_n(x.data() + order[static_cast<size_t>(r)] * K, K, permuted.data() + r * K);
+  for (int64_t M = 1; M <= kRows; ++M)
+    for (ThreadPool* pool : {&one, &two})
+      for (bool shuffled : {false, true}) {
+        matmul(y.data(), shuffled ? permuted.data() : x.data(), M, m, *pool);
+        for (int64_t r = 0; r < M; ++r) {
+          const int64_t source = shuffled ? order[static_cast<size_t>(r)] : r;
+          ASSERT_EQ(0, std::memcmp(y.data() + r * N, alone.data() + source * N, static_cast<size_t>(N) * sizeof(float)))
+              << "M=" << M << " row " << r << " (input row " << source << "), " << pool->size() << " thread(s)";
+        }
+      }
+}
 
 TEST_P(MatmulTest, GroupAndStridedRowsMatchSeparateMatmuls) {
   const auto [isa, dtype] = GetParam();

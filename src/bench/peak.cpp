@@ -1,0 +1,155 @@
+// eaglet bench --peak: what the machine can do (memory bandwidth and compute peak, on one thread and on all) and how
+// close the matmul kernels come, over the weight matrices of one layer of --shape, beside oneDNN's bf16 matmul.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "bench/bench.h"
+#include "bench/onednn_reference.h"
+#include "bench/synthetic.h"
+#include "kernels/bandwidth.h"
+#include "kernels/cpu_features.h"
+#include "kernels/matmul.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace eaglet::bench {
+
+namespace {
+
+std::string probe_text(const char* what, const PeakProbe& p, const char* unit) {
+  char buf[160];
+  if (p.skipped.empty()) std::snprintf(buf, sizeof buf, "%s (%s) %.0f %s", what, p.instruction.c_str(), p.gflops, unit);
+  else std::snprintf(buf, sizeof buf, "%s skipped: %s", what, p.skipped.c_str());
+  return buf;
+}
+
+}  // namespace
+
+std::string percent_of(double value, double peak) {
+  if (peak <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100.0 * value / peak);
+  return buf;
+}
+
+namespace {
+
+// One transformer layer's matrices, bf16 with random values; q/k/v and gate/up contiguous, as matmul_group reads them.
+struct LayerWeights {
+  std::vector<uint16_t> qkv, o, gate_up, down;
+  WeightMatrix q, k, v, o_m, gate, up, down_m;
+  std::vector<WeightMatrix> fused() const {  // the same bytes as 4 matrices, for oneDNN
+    return {{qkv.data(), DType::BF16, q.rows + k.rows + v.rows, q.cols}, o_m,
+            {gate_up.data(), DType::BF16, gate.rows + up.rows, gate.cols}, down_m};
+  }
+  int64_t params() const { return (q.rows + k.rows + v.rows + o_m.rows + gate.rows + up.rows) * q.cols + down_m.rows * down_m.cols; }
+};
+
+void fill_random_bf16(std::vector<uint16_t>& v, size_t n, uint64_t seed) {
+  v.resize(n);
+  for (auto& h : v) {
+    seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+    h = f32_to_bf16(static_cast<float>(static_cast<int>(seed % 2001) - 1000) * 1e-4f);
+  }
+}
+
+LayerWeights layer_weights(const SyntheticShape& s) {
+  LayerWeights w;
+  const int64_t H = s.hidden, qd = s.heads * s.head_dim, kvd = s.kv_heads * s.head_dim, I = s.intermediate;
+  fill_random_bf16(w.qkv, static_cast<size_t>((qd + 2 * kvd) * H), 1);
+  fill_random_bf16(w.o, static_cast<size_t>(H * qd), 2);
+  fill_random_bf16(w.gate_up, static_cast<size_t>(2 * I * H), 3);
+  fill_random_bf16(w.down, static_cast<size_t>(H * I), 4);
+  w.q = {w.qkv.data(), DType::BF16, qd, H};
+  w.k = {w.qkv.data() + qd * H, DType::BF16, kvd, H};
+  w.v = {w.qkv.data() + (qd + kvd) * H, DType::BF16, kvd, H};
+  w.o_m = {w.o.data(), DType::BF16, H, qd};
+  w.gate = {w.gate_up.data(), DType::BF16, I, H};
+  w.up = {w.gate_up.data() + I * H, DType::BF16, I, H};
+  w.down_m = {w.down.data(), DType::BF16, H, I};
+  return w;
+}
+
+// The layer's matmuls as the model issues them (q/k/v and gate/up each in one pass of the pool).
+void eaglet_layer(const LayerWeights& w, const float* x, int64_t M, std::vector<float>& y, ThreadPool& pool) {
+  float* out = y.data();
+  const int64_t qd = w.q.rows, kvd = w.k.rows, I = w.gate.rows;
+  matmul_group({{out, w.q}, {out + M * qd, w.k}, {out + M * (qd + kvd), w.v}}, x, M, pool);
+  matmul(out, x, M, w.o_m, pool);
+  matmul_group({{out, w.gate}, {out + M * I, w.up}}, x, M, pool);
+  matmul(out, x, M, w.down_m, pool);
+}
+
+void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
+  const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
+  const LayerWeights w = layer_weights(shape);
+  const double peak = kernel_peak_gflops(probe.compute, DType::BF16);
+  const int64_t max_m = *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end());
+  const int64_t max_k = std::max(shape.hidden, shape.intermediate);
+  std::vector<float> x(static_cast<size_t>(max_m * max_k)), y(static_cast<size_t>(max_m * 2 * shape.intermediate));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 97) - 48) * 1e-2f;
+  std::vector<uint16_t> xb(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xb[i] = f32_to_bf16(x[i]);
+  std::printf("\nmatmuls of one %s layer (%.1f M bf16 parameters: q/k/v, o, gate/up, down), %s kernels, best of %d "
+              "interleaved runs:\n\n", shape.name.c_str(), w.params() / 1e6, std::string(isa_name(active_isa())).c_str(),
+              a.repeats);
+  std::printf("| M | eaglet ms | eaglet GFLOP/s | %% of peak | oneDNN ms | oneDNN GFLOP/s |\n|---|---|---|---|---|---|\n");
+  std::string why_not, implementation;
+  for (int m : a.batch_sizes) {
+    const auto ref = OnednnReference::create(w.fused(), m, &why_not);
+    if (ref) implementation = ref->implementation();
+    double best = 1e30, best_ref = 1e30;
+    for (int r = 0; r < a.repeats + 1; ++r) {  // the first round warms up both
+      Timer t;
+      eaglet_layer(w, x.data(), m, y, thread_pool());
+      if (r > 0) best = std::min(best, t.seconds());
+      if (ref) {
+        Timer tr;
+        ref->run(xb.data());
+        if (r > 0) best_ref = std::min(best_ref, tr.seconds());
+      }
+    }
+    const double flops = 2.0 * static_cast<double>(w.params()) * m, gf = flops / best / 1e9;
+    std::printf("| %d | %.2f | %.0f | %s |", m, best * 1e3, gf, percent_of(gf, peak).c_str());
+    if (ref) std::printf(" %.2f | %.0f |\n", best_ref * 1e3, flops / best_ref / 1e9);
+    else std::printf(" - | - |\n");
+  }
+  if (!why_not.empty()) std::printf("\noneDNN reference: %s\n", why_not.c_str());
+  else std::printf("\noneDNN (%s): its bf16 matmul with weights reordered to its own layout beforehand, activations "
+                   "given in bf16 (eaglet's times include rounding them); a reference only, the engine does not use it.\n",
+                   implementation.c_str());
+}
+
+}  // namespace
+
+MachineProbe probe_machine(ThreadPool& pool) { return {probe_read_bandwidth(pool), probe_compute_peak(pool)}; }
+
+void print_machine_probe(const MachineProbe& p, int threads) {
+  std::printf("memory read bandwidth (probe, %d thread%s): %.1f GB/s\n", threads, threads == 1 ? "" : "s", p.read_gb_s);
+  std::printf("compute peak (probe, %d thread%s): %s, %s, %s\n", threads, threads == 1 ? "" : "s",
+              probe_text("fp32 FMA", p.compute.fp32_fma, "GFLOP/s").c_str(),
+              probe_text("bf16 dot", p.compute.bf16_dot, "GFLOP/s").c_str(),
+              probe_text("int8 dot", p.compute.int8_dot, "GOP/s").c_str());
+}
+
+double kernel_peak_gflops(const ComputePeak& peak, DType dtype) {
+  if (dtype == DType::BF16 && active_isa() == Isa::Avx512Bf16) return peak.bf16_dot.gflops;
+  return peak.fp32_fma.gflops;
+}
+
+int run_peak(const BenchArgs& a) {
+  if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+  set_num_threads(a.bench_threads);
+  const int all = thread_pool().size();
+  ThreadPool one(1);
+  print_machine_probe(probe_machine(one), 1);
+  const MachineProbe probe = probe_machine(thread_pool());
+  print_machine_probe(probe, all);
+  gemm_table(a, probe);
+  return 0;
+}
+
+}  // namespace eaglet::bench
