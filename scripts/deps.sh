@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what eaglet needs to build and test on Debian 12. Idempotent: installs only what is missing.
 # libopenblas0-pthread: libtorch (the drafter trainer) calls the system BLAS; the reference one is 10-50x slower.
+# python3-regex: the tiktoken oracle runs Kimi's pattern with its native class intersections.
 # Extra package names as arguments are installed too (make fuzz: clang and its libFuzzer runtime).
 set -euo pipefail
 packages=(cmake make g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libpcre2-dev
-          libcli11-dev libcpp-httplib-dev libtorch-dev libopenblas0-pthread python3 python3-numpy python3-torch "$@")
+          libcli11-dev libcpp-httplib-dev libtorch-dev libopenblas0-pthread python3 python3-numpy python3-torch python3-regex "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -122,8 +122,7 @@ void write_shard(Transformer& target, const std::vector<TrainingRow>& rows, size
 ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const ExtractOptions& o) {
   const ChatFormat format = chat_format_for(o.model_dir, tokenizer);
   GenerationLimits limits{o.regenerate_max_tokens, 0, target.config().eos_token_ids, o.prefill_batch};
-  const char* end_of_turn = format == ChatFormat::Llama3 ? "<|eot_id|>" : format == ChatFormat::ChatML ? "<|im_end|>" : "</s>";
-  const std::vector<int32_t> eot = tokenizer.encode(end_of_turn, false);
+  const std::vector<int32_t> eot = tokenizer.encode(chat_end_of_turn(format), false);
   if (eot.size() == 1) limits.stop_ids.push_back(eot[0]);
   auto replies = std::make_shared<uint64_t>(0);
   return [&target, &tokenizer, o, format, limits, replies](const std::vector<ChatMessage>& context) {
