@@ -20,7 +20,7 @@ struct Template {
 };
 
 [[noreturn]] void no_template(const std::string& model_dir, const std::string& why) {
-  fail(model_dir, ": ", why, "; eaglet supports only the Llama-3, ChatML and Llama-2 chat formats (no Jinja engine "
+  fail(model_dir, ": ", why, "; eaglet supports only the Llama-3, ChatML, Llama-2 and Kimi chat formats (no Jinja engine "
        "yet)");
 }
 
@@ -38,7 +38,7 @@ Template load_template(const std::string& model_dir) {
   const auto field = config.optional("chat_template");
   if (!field) {
     fail(config_file, ": field \"chat_template\": missing, and there is no chat_template.jinja; eaglet supports "
-         "only the Llama-3, ChatML and Llama-2 chat formats (no Jinja engine yet)");
+         "only the Llama-3, ChatML, Llama-2 and Kimi chat formats (no Jinja engine yet)");
   }
   if (field->json().is_string()) return {field->string(), config_file};
   for (size_t i = 0; i < field->size(); ++i) {
@@ -50,12 +50,11 @@ Template load_template(const std::string& model_dir) {
 
 // Python's str.strip(), which the Jinja templates' trim / .strip() use.
 std::string strip(const std::string& text) {
-  auto is_space = [](char32_t cp) { return unicode::is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F); };
   const std::string valid = unicode::is_valid_utf8(text) ? text : unicode::to_valid_utf8(text);
   size_t begin = valid.size(), end = 0;
   for (size_t pos = 0; pos < valid.size();) {
     const size_t start = pos;
-    if (is_space(unicode::next_code_point(valid, pos))) continue;
+    if (unicode::is_python_space(unicode::next_code_point(valid, pos))) continue;
     begin = std::min(begin, start);
     end = pos;
   }
@@ -110,15 +109,39 @@ std::vector<ChatPiece> pieces_llama2(const std::vector<ChatMessage>& messages) {
   return out;
 }
 
+// The file the tokenizer of model_dir is loaded from, for messages.
+std::string tokenizer_file(const std::string& model_dir) {
+  const std::filesystem::path dir(model_dir);
+  if (!std::filesystem::exists(dir / "tokenizer.json") && std::filesystem::exists(dir / "tiktoken.model")) {
+    return (dir / "tiktoken.model").string();
+  }
+  return (dir / "tokenizer.json").string();
+}
+
+std::vector<ChatPiece> pieces_kimi(const std::vector<ChatMessage>& messages) {
+  std::vector<ChatPiece> out;
+  if (messages.empty() || messages[0].role != "system") {
+    out.push_back({"<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI.<|im_end|>"});
+  }
+  for (const ChatMessage& m : messages) {
+    const char* marker = m.role == "user" ? "<|im_user|>" : m.role == "assistant" ? "<|im_assistant|>" : "<|im_system|>";
+    out.push_back({marker + m.role + "<|im_middle|>"});
+    out.push_back({m.content + "<|im_end|>", m.role == "assistant"});
+  }
+  return out;
+}
+
 }  // namespace
 
 ChatFormat detect_chat_format(const std::string& model_dir) {
   const Template tmpl = load_template(model_dir);
+  // Kimi's tokenizer also has <|start_header_id|>: look for its own marker first.
+  if (tmpl.text.find("<|im_middle|>") != std::string::npos) return ChatFormat::Kimi;
   if (tmpl.text.find("<|start_header_id|>") != std::string::npos) return ChatFormat::Llama3;
   if (tmpl.text.find("<|im_start|>") != std::string::npos) return ChatFormat::ChatML;
   if (tmpl.text.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
-  fail(tmpl.source, ": the chat template is not one eaglet recognises; eaglet supports only the Llama-3, ChatML and "
-       "Llama-2 chat formats (no Jinja engine yet)");
+  fail(tmpl.source, ": the chat template is not one eaglet recognises; eaglet supports only the Llama-3, ChatML, "
+       "Llama-2 and Kimi chat formats (no Jinja engine yet)");
 }
 
 ChatFormat chat_format_for(const std::string& model_dir, const Tokenizer& tokenizer) {
@@ -134,11 +157,14 @@ ChatFormat chat_format_for(const std::string& model_dir, const Tokenizer& tokeni
     case ChatFormat::Llama2:
       markers = {"<s>", "</s>"};
       break;
+    case ChatFormat::Kimi:
+      markers = {"<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>", "<|im_end|>"};
+      break;
   }
   for (const char* marker : markers) {
     const size_t n = tokenizer.encode(marker, /*add_bos=*/false).size();
     if (n != 1)
-      fail((std::filesystem::path(model_dir) / "tokenizer.json").string(), ": the ", chat_format_name(format),
+      fail(tokenizer_file(model_dir), ": the ", chat_format_name(format),
            " chat format of the template needs the special token ", marker, ", which this tokenizer lacks (it encodes ",
            "to ", n, " tokens); is the chat template from another model?");
   }
@@ -153,6 +179,8 @@ std::vector<ChatPiece> chat_pieces(ChatFormat format, const std::vector<ChatMess
       return pieces_chatml(messages);
     case ChatFormat::Llama2:
       return pieces_llama2(messages);
+    case ChatFormat::Kimi:
+      return pieces_kimi(messages);
   }
   fail("chat: unknown chat format");
 }
@@ -167,6 +195,8 @@ std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messa
       return out + "<|im_start|>assistant\n";
     case ChatFormat::Llama2:
       return out;  // the template has none: the text ends at [/INST]
+    case ChatFormat::Kimi:
+      return out + "<|im_assistant|>assistant<|im_middle|>";
   }
   fail("chat: unknown chat format");
 }
@@ -179,8 +209,23 @@ const char* chat_format_name(ChatFormat format) {
       return "chatml";
     case ChatFormat::Llama2:
       return "llama2";
+    case ChatFormat::Kimi:
+      return "kimi";
   }
   return "unknown";
+}
+
+const char* chat_end_of_turn(ChatFormat format) {
+  switch (format) {
+    case ChatFormat::Llama3:
+      return "<|eot_id|>";
+    case ChatFormat::ChatML:
+    case ChatFormat::Kimi:
+      return "<|im_end|>";
+    case ChatFormat::Llama2:
+      return "</s>";
+  }
+  return "";
 }
 
 }  // namespace eaglet

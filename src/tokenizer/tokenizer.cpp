@@ -215,17 +215,12 @@ Tokenizer::Tokenizer(std::shared_ptr<const tok::TokenizerData> data) : data_(std
 
 Tokenizer Tokenizer::load(const std::string& model_dir) { return Tokenizer(tok::load_tokenizer_data(model_dir)); }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_bos) const {
-  const tok::TokenizerData& data = *data_;
-  std::string sanitized;
-  std::string_view text = input;
-  if (!unicode::is_valid_utf8(text)) {
-    sanitized = unicode::to_valid_utf8(text);
-    text = sanitized;
-  }
-  std::vector<int32_t> ids;
-  if (add_bos) ids = data.prefix_ids;
-  const auto sections = tok::split_added(data, data.raw_matcher, text);
+namespace tok {
+namespace {
+
+// Encodes one text: added tokens split out, then normalizer, pre-tokenizer and model on the text between them.
+void encode_text(const TokenizerData& data, std::string_view text, std::vector<int32_t>& ids) {
+  const auto sections = split_added(data, data.raw_matcher, text);
   for (size_t index = 0; index < sections.size(); ++index) {
     const auto& section = sections[index];
     if (section.added_id >= 0) {
@@ -235,7 +230,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_bos) con
     if (section.end <= section.begin) continue;
     const std::string normalized = data.normalizer.apply(text.substr(section.begin, section.end - section.begin));
     if (normalized.empty()) continue;
-    for (const auto& part : tok::split_added(data, data.normalized_matcher, normalized)) {
+    for (const auto& part : split_added(data, data.normalized_matcher, normalized)) {
       if (part.added_id >= 0) {
         ids.push_back(part.added_id);
         continue;
@@ -249,6 +244,55 @@ std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_bos) con
       for (const std::string& word : data.pre_tokenizer.apply(piece, /*first_section=*/index == 0)) {
         data.model.encode_word(word, ids);
       }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string_view> tiktoken_chunks(std::string_view text, size_t window_chars, size_t max_run_chars) {
+  std::vector<std::string_view> chunks;
+  size_t window_begin = 0;
+  while (window_begin < text.size()) {
+    size_t window_end = window_begin;
+    for (size_t n = 0; n < window_chars && window_end < text.size(); ++n) unicode::next_code_point(text, window_end);
+    size_t slice_begin = window_begin, run = 0;
+    bool run_is_space = false;
+    for (size_t pos = window_begin; pos < window_end;) {
+      const size_t start = pos;
+      const bool space = unicode::is_python_space(unicode::next_code_point(text, pos));
+      if (start == window_begin || space != run_is_space) {
+        run = 1;
+        run_is_space = space;
+      } else if (++run > max_run_chars) {
+        chunks.push_back(text.substr(slice_begin, start - slice_begin));
+        slice_begin = start;
+        run = 1;
+      }
+    }
+    chunks.push_back(text.substr(slice_begin, window_end - slice_begin));
+    window_begin = window_end;
+  }
+  return chunks;
+}
+
+}  // namespace tok
+
+std::vector<int32_t> Tokenizer::encode(std::string_view input, bool add_bos) const {
+  const tok::TokenizerData& data = *data_;
+  std::string sanitized;
+  std::string_view text = input;
+  if (!unicode::is_valid_utf8(text)) {
+    sanitized = unicode::to_valid_utf8(text);
+    text = sanitized;
+  }
+  std::vector<int32_t> ids;
+  if (add_bos) ids = data.prefix_ids;
+  if (data.window_chars == 0) {
+    tok::encode_text(data, text, ids);
+  } else {
+    for (std::string_view chunk : tok::tiktoken_chunks(text, data.window_chars, data.max_run_chars)) {
+      tok::encode_text(data, chunk, ids);
     }
   }
   if (add_bos) ids.insert(ids.end(), data.suffix_ids.begin(), data.suffix_ids.end());

@@ -3,6 +3,8 @@
 // Tokenizer::decode and StreamingDetokenizer run.
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <utility>
 #include <vector>
@@ -76,6 +78,10 @@ struct TokenizerData {
   std::vector<bool> special_by_id;  // skip_special drops these
   int32_t eos_id = -1;
   bool clean_up_tokenization_spaces = false;  // read but not applied (see Tokenizer::decode)
+  // tiktoken tokenizers (Kimi): encode() first cuts the text as tokenization_kimi.py does, into windows of
+  // window_chars code points and then runs of at most max_run_chars white-space / other code points (0: no cuts).
+  size_t window_chars = 0;
+  size_t max_run_chars = 0;
 
   const AddedToken* added_token(int32_t id) const {
     if (id < 0 || static_cast<size_t>(id) >= added_index_by_id.size() || added_index_by_id[id] < 0) return nullptr;
@@ -88,7 +94,20 @@ struct TokenizerData {
   }
 };
 
+// DIR/tokenizer.json when present, else DIR/tiktoken.model (load_tiktoken_data).
 std::shared_ptr<const TokenizerData> load_tokenizer_data(const std::string& model_dir);
+bool has_tiktoken_model(const std::string& model_dir);
+std::shared_ptr<const TokenizerData> load_tiktoken_data(const std::string& model_dir);  // tiktoken_load.cpp
+
+// Indexes data.added (ids, special flags, the matchers that find added tokens in text).
+void index_added_tokens(TokenizerData& data);
+class JsonField;
+// A token named in tokenizer_config.json: a string or an AddedToken object {"content": ...}.
+std::optional<std::string> config_token(const JsonField& config, std::string_view key);
+
+// The pieces tokenization_kimi.py hands to tiktoken one by one: windows of `window_chars` code points, each cut
+// where a run of Python-str.isspace() or other code points would exceed `max_run_chars`.
+std::vector<std::string_view> tiktoken_chunks(std::string_view text, size_t window_chars, size_t max_run_chars);
 
 // Turns ids into text one at a time; the output so far is always a prefix of the full decode.
 class DecodeState {

@@ -310,14 +310,6 @@ void parse_added_tokens(const JsonField& list, TokenizerData& data) {
   }
 }
 
-// A token named in tokenizer_config.json: a string or an AddedToken object {"content": ...}.
-std::optional<std::string> config_token(const JsonField& config, std::string_view key) {
-  auto field = config.optional(key);
-  if (!field) return std::nullopt;
-  if (field->json().is_object()) return (*field)["content"].string();
-  return field->string();
-}
-
 struct ConfigOptions {
   std::optional<bool> add_bos, add_eos;
   std::optional<std::string> bos_token, eos_token;
@@ -371,6 +363,15 @@ void apply_config(const std::string& file, const ConfigOptions& options, Tokeniz
   }
 }
 
+}  // namespace
+
+std::optional<std::string> config_token(const JsonField& config, std::string_view key) {
+  auto field = config.optional(key);
+  if (!field) return std::nullopt;
+  if (field->json().is_object()) return (*field)["content"].string();
+  return field->string();
+}
+
 void index_added_tokens(TokenizerData& data) {
   size_t size = data.model.id_to_token.size();
   for (const AddedToken& token : data.added) size = std::max(size, static_cast<size_t>(token.id) + 1);
@@ -390,14 +391,14 @@ void index_added_tokens(TokenizerData& data) {
   }
 }
 
-}  // namespace
-
 std::shared_ptr<const TokenizerData> load_tokenizer_data(const std::string& model_dir) {
   auto data = std::make_shared<TokenizerData>();
   data->file = (std::filesystem::path(model_dir) / "tokenizer.json").string();
   const std::string& file = data->file;
   if (!std::filesystem::exists(file)) {
-    fail(file, ": not found (eaglet needs a Hugging Face tokenizer.json next to the model)");
+    if (has_tiktoken_model(model_dir)) return load_tiktoken_data(model_dir);
+    fail(file, ": not found (eaglet needs a Hugging Face tokenizer.json, or a tiktoken.model with its "
+         "tokenizer_config.json, next to the model)");
   }
   const nlohmann::json json = read_json_file(file);
   const JsonField root(json, file, "");

@@ -35,5 +35,9 @@ class Utf8Accumulator {
 
 // The Unicode White_Space property (what Rust's char::is_whitespace and the tokenizers library use).
 bool is_white_space(char32_t code_point);
+// Python's str.isspace(): White_Space plus U+001C..U+001F (bidirectional class B or S).
+inline bool is_python_space(char32_t code_point) {
+  return is_white_space(code_point) || (code_point >= 0x1C && code_point <= 0x1F);
+}
 
 }  // namespace eaglet::unicode

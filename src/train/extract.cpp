@@ -150,8 +150,7 @@ ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const 
   return [&target, &tokenizer, o, replies](const std::vector<ChatMessage>& context) {
     const ChatFormat format = chat_format_for(o.model_dir, tokenizer);
     GenerationLimits limits = regenerate_limits(target, o);
-    const char* end_of_turn = format == ChatFormat::Llama3 ? "<|eot_id|>" : format == ChatFormat::ChatML ? "<|im_end|>" : "</s>";
-    const std::vector<int32_t> eot = tokenizer.encode(end_of_turn, false);
+    const std::vector<int32_t> eot = tokenizer.encode(chat_end_of_turn(format), false);
     if (eot.size() == 1) limits.stop_ids.push_back(eot[0]);
     const std::vector<int32_t> prompt = tokenizer.encode(render_chat(format, context), false);
     const std::vector<int32_t> reply = generate_plain(target, prompt, reply_sampling(o, replies->count), limits).tokens;

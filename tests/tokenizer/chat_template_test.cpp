@@ -83,7 +83,7 @@ TEST(ChatTemplate, NoTemplateIsAnError) {
   // The lenml Llama-2 tokenizer_config.json and pycode-llama-19m carry no chat_template.
   for (const std::string& dir : {lenml_dir("llama2"), test::shared_dir() + "/models/pycode-llama-19m"}) {
     EXPECT_THAT(detect_error(dir), AllOf(HasSubstr(dir + "/tokenizer_config.json"), HasSubstr("chat_template"),
-                                         HasSubstr("only the Llama-3, ChatML and Llama-2")));
+                                         HasSubstr("only the Llama-3, ChatML, Llama-2 and Kimi")));
   }
   const std::string empty = test::temp_dir("chat_no_config");
   EXPECT_THAT(detect_error(empty), AllOf(HasSubstr(empty), HasSubstr("no chat template")));

@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
 #include <map>
 #include <thread>
 
 #include "test_env.h"
+#include "tokenizer/oracle_fixtures.h"
 #include "tokenizer/unicode_nfc.h"
 #include "tokenizer/unicode_utf8.h"
 #include "util/error.h"
@@ -23,14 +23,7 @@ using ::testing::HasSubstr;
 using nlohmann::json;
 
 const json& oracle() {
-  static const json data = [] {
-    const std::string file = test::fixtures_dir() + "/tokenizer_oracle.json";
-    if (!std::filesystem::exists(file)) {
-      ADD_FAILURE() << file << " is missing: run the tests with ctest so the tokenizer_oracle fixture runs first";
-      return json::object();
-    }
-    return json::parse(test::read_file(file));
-  }();
+  static const json data = test::read_oracle_json("tokenizer_oracle.json", "tokenizer_oracle");
   return data;
 }
 
