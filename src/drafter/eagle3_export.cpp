@@ -23,6 +23,7 @@ json rope_scaling(const RopeConfig& r) {
     case RopeType::Llama3:
       return {{"rope_type", "llama3"}, {"factor", r.factor}, {"low_freq_factor", r.low_freq_factor},
               {"high_freq_factor", r.high_freq_factor}, {"original_max_position_embeddings", r.original_max_position}};
+    case RopeType::Yarn: fail("internal: a drafter's rope is never yarn (its config reader refuses it)");
   }
   return nullptr;
 }

@@ -64,6 +64,10 @@ void matmul_serial_strided(float* y, const float* x, int64_t ldx, int64_t M, con
   rows_function()(y, x, ldx, M, w, 0, w.rows);
 }
 
+void matmul_fp32_activations(float* y, const float* x, int64_t M, const WeightMatrix& w) {
+  rows_function()(y, x, w.cols, M, w, 0, w.rows);
+}
+
 void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) { matmul_serial_strided(y, x, w.cols, M, w); }
 
 void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {

@@ -37,6 +37,10 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
 void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w);
 void matmul_serial_strided(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w);
 
+// y = x · Wᵀ keeping fp32 activations on every path, bf16 weights included (what HF computes in fp32, e.g. the MoE
+// router: a bf16 rounding of its input could change which experts are chosen). On the calling thread.
+void matmul_fp32_activations(float* y, const float* x, int64_t M, const WeightMatrix& w);
+
 // y[M, N] = x[M, K] · B[K, N], fp32, B row-major with row stride ldb, on the calling thread (attention scores against
 // keys stored transposed).
 void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb);

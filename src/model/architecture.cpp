@@ -4,29 +4,32 @@
 
 namespace eaglet {
 
-extern const Architecture kLlama, kMistral, kQwen2, kQwen3;
+extern const Architecture kLlama, kMistral, kQwen2, kQwen3, kDeepseekV3, kKimiK2, kKimiK25;
 
 const Architecture& architecture_for(const std::string& model_type, const std::string& file) {
-  for (const Architecture* a : {&kLlama, &kMistral, &kQwen2, &kQwen3})
+  for (const Architecture* a : {&kLlama, &kMistral, &kQwen2, &kQwen3, &kDeepseekV3, &kKimiK2, &kKimiK25})
     if (a->model_type == model_type) return *a;
-  fail(file, ": model_type '", model_type, "' is not supported (supported: llama, mistral, qwen2, qwen3)");
+  fail(file, ": model_type '", model_type,
+       "' is not supported (supported: llama, mistral, qwen2, qwen3, deepseek_v3, kimi_k2, kimi_k25)");
 }
 
-TensorList llama_family_tensors(const ModelConfig& c) {
+TensorList decoder_tensors(const ModelConfig& c, const std::string& p) {
   const int64_t V = c.vocab_size, H = c.hidden_size;
-  TensorList t = {{"model.embed_tokens.weight", {V, H}}};
+  TensorList t = {{p + "model.embed_tokens.weight", {V, H}}};
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    const TensorList block = block_tensors(c.blocks[static_cast<size_t>(i)], "model.layers." + std::to_string(i) + ".");
+    const TensorList block = block_tensors(c.blocks[static_cast<size_t>(i)], p + "model.layers." + std::to_string(i) + ".");
     t.insert(t.end(), block.begin(), block.end());
   }
-  t.push_back({"model.norm.weight", {H}});
+  t.push_back({p + "model.norm.weight", {H}});
   if (c.tie_word_embeddings)
-    t.push_back({"lm_head.weight", {V, H}, TensorUse::Optional, TensorKind::Weight,
+    t.push_back({p + "lm_head.weight", {V, H}, TensorUse::Optional, TensorKind::Weight,
                  "tied: HF drops it, and one that is present must equal model.embed_tokens.weight"});
   else
-    t.push_back({"lm_head.weight", {V, H}});
+    t.push_back({p + "lm_head.weight", {V, H}});
   return t;
 }
+
+TensorList llama_family_tensors(const ModelConfig& c) { return decoder_tensors(c, ""); }
 
 int64_t layer_window(const ConfigReader& r, int64_t num_layers, int64_t layer, int64_t window,
                      bool every_layer_slides, bool window_required) {

@@ -18,10 +18,20 @@ struct Architecture {
   const ConfigKeys& keys;
   BlockSpec (*block)(const ModelConfig& config, const ConfigReader& keys, int64_t layer);
   TensorList (*tensors)(const ModelConfig& config);
+  // The layer shape when LayerShape::read does not fit (DeepSeek: MLA sizes, yarn); null: LayerShape::read.
+  LayerShape (*shape)(const ConfigReader& keys, int64_t max_position_embeddings) = nullptr;
+  // A multimodal wrapper's text model: its config object (kimi_k25: "text_config") and tensor name prefix
+  // ("language_model."); null / empty: the top level.
+  const char* text_config = nullptr;
+  const char* tensor_prefix = "";
 };
 
 // The architecture of a model_type; an unknown one is an Error naming `file` and listing the supported ones.
 const Architecture& architecture_for(const std::string& model_type, const std::string& file);
+
+// `prefix` + model.embed_tokens, model.layers.i.* (block_tensors of each layer), model.norm and lm_head: the
+// decoder tensors every architecture here shares.
+TensorList decoder_tensors(const ModelConfig& config, const std::string& prefix);
 
 // The Llama family's tensors: model.embed_tokens, model.layers.i.* (block_tensors of each layer), model.norm and
 // lm_head (optional when tie_word_embeddings: then it must equal the embeddings).

@@ -10,19 +10,23 @@ namespace eaglet {
 
 TensorList block_tensors(const BlockSpec& b, const std::string& p) {
   const int64_t H = b.hidden, in = b.attention_input(), I = b.intermediate;
-  TensorList t = {
-      {p + "input_layernorm.weight", {H}},
-      {p + "self_attn.q_proj.weight", {b.q_dim(), in}},
-      {p + "self_attn.k_proj.weight", {b.kv_dim(), in}},
-      {p + "self_attn.v_proj.weight", {b.kv_dim(), in}},
-      {p + "self_attn.o_proj.weight", {H, b.q_dim()}},
-      {p + "post_attention_layernorm.weight", {H}},
-      {p + "mlp.gate_proj.weight", {I, H}},
-      {p + "mlp.up_proj.weight", {I, H}},
-      {p + "mlp.down_proj.weight", {H, I}},
-      {p + "self_attn.rotary_emb.inv_freq", {}, TensorUse::Unused, TensorKind::Weight,
-       "RoPE frequencies are recomputed from config.json (a buffer saved by old HF conversions)"},
-  };
+  TensorList t = {{p + "input_layernorm.weight", {H}}};
+  auto add = [&t](const TensorList& more) { t.insert(t.end(), more.begin(), more.end()); };
+  if (b.attention == AttentionKind::Mla)
+    add(mla_tensors(b, p));
+  else
+    add({{p + "self_attn.q_proj.weight", {b.q_dim(), in}},
+         {p + "self_attn.k_proj.weight", {b.kv_dim(), in}},
+         {p + "self_attn.v_proj.weight", {b.kv_dim(), in}},
+         {p + "self_attn.o_proj.weight", {H, b.q_dim()}}});
+  t.push_back({p + "post_attention_layernorm.weight", {H}});
+  if (b.mlp == MlpKind::Moe)
+    add(moe_tensors(b, p));
+  else
+    add({{p + "mlp.gate_proj.weight", {I, H}}, {p + "mlp.up_proj.weight", {I, H}}, {p + "mlp.down_proj.weight", {H, I}}});
+  if (b.attention == AttentionKind::Gqa)
+    t.push_back({p + "self_attn.rotary_emb.inv_freq", {}, TensorUse::Unused, TensorKind::Weight,
+                 "RoPE frequencies are recomputed from config.json (a buffer saved by old HF conversions)"});
   if (b.input == BlockInput::Eagle3Fused) t.push_back({p + "hidden_norm.weight", {H}});
   if (b.qkv_bias)
     for (const char* n : {"q_proj", "k_proj", "v_proj"})
@@ -47,6 +51,8 @@ std::vector<float> to_f32(const TensorView* t) {
   return out;
 }
 
+Linear as_linear(const TensorView& weight) { return Linear{as_matrix(&weight), {}}; }
+
 BlockWeights BlockWeights::bind(const BlockSpec& b, const std::string& p, const LoadedTensors& t) {
   auto linear = [&](const std::string& name, bool bias) {
     return Linear{as_matrix(&t.get(p + name + ".weight")), bias ? to_f32(&t.get(p + name + ".bias")) : std::vector<float>{}};
@@ -55,27 +61,40 @@ BlockWeights BlockWeights::bind(const BlockSpec& b, const std::string& p, const 
   w.attn_norm = to_f32(&t.get(p + "input_layernorm.weight"));
   w.mlp_norm = to_f32(&t.get(p + "post_attention_layernorm.weight"));
   if (b.input == BlockInput::Eagle3Fused) w.hidden_norm = to_f32(&t.get(p + "hidden_norm.weight"));
-  if (b.qk_norm) {
-    w.q_norm = to_f32(&t.get(p + "self_attn.q_norm.weight"));
-    w.k_norm = to_f32(&t.get(p + "self_attn.k_norm.weight"));
+  if (b.attention == AttentionKind::Mla) {
+    bind_mla(b, p, t, w);
+  } else {
+    if (b.qk_norm) {
+      w.q_norm = to_f32(&t.get(p + "self_attn.q_norm.weight"));
+      w.k_norm = to_f32(&t.get(p + "self_attn.k_norm.weight"));
+    }
+    w.q = linear("self_attn.q_proj", b.qkv_bias);
+    w.k = linear("self_attn.k_proj", b.qkv_bias);
+    w.v = linear("self_attn.v_proj", b.qkv_bias);
+    w.o = linear("self_attn.o_proj", b.o_bias);
   }
-  w.q = linear("self_attn.q_proj", b.qkv_bias);
-  w.k = linear("self_attn.k_proj", b.qkv_bias);
-  w.v = linear("self_attn.v_proj", b.qkv_bias);
-  w.o = linear("self_attn.o_proj", b.o_bias);
-  w.gate = linear("mlp.gate_proj", false);
-  w.up = linear("mlp.up_proj", false);
-  w.down = linear("mlp.down_proj", false);
+  if (b.mlp == MlpKind::Moe) {
+    bind_moe(b, p, t, w);
+  } else {
+    w.gate = linear("mlp.gate_proj", false);
+    w.up = linear("mlp.up_proj", false);
+    w.down = linear("mlp.down_proj", false);
+  }
   return w;
 }
 
-void RopeAngles::compute(std::span<const int32_t> positions, const std::vector<float>& inv_freq) {
+void RopeAngles::compute(std::span<const int32_t> positions, const std::vector<float>& inv_freq, float scale) {
   const int64_t half = static_cast<int64_t>(inv_freq.size()), m = static_cast<int64_t>(positions.size());
   grow(cos, m * half);
   grow(sin, m * half);
   for (int64_t i = 0; i < m; ++i)
     rope_angles(&cos[static_cast<size_t>(i * half)], &sin[static_cast<size_t>(i * half)],
                 positions[static_cast<size_t>(i)], inv_freq.data(), half);
+  if (scale != 1.0f)
+    for (int64_t i = 0; i < m * half; ++i) {
+      cos[static_cast<size_t>(i)] *= scale;
+      sin[static_cast<size_t>(i)] *= scale;
+    }
 }
 
 namespace {
@@ -112,6 +131,10 @@ void attention_input(const BlockSpec& b, const BlockWeights& w, float* x, int64_
 void gqa_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_t M, const BlockContext& ctx,
                    BlockScratch& s) {
   const int64_t D = b.head_dim, Hq = b.num_heads, Hkv = b.num_kv_heads, half = D / 2;
+  grow(s.q, M * b.q_dim());
+  grow(s.att, M * b.q_dim());
+  grow(s.k, M * b.kv_dim());
+  grow(s.v, M * b.kv_dim());
   KVCache& cache = ctx.cache;
   matmul_group({{s.q.data(), w.q.w}, {s.k.data(), w.k.w}, {s.v.data(), w.v.w}}, s.xn.data(), M, thread_pool());
   add_bias(s.q.data(), M, w.q);
@@ -136,36 +159,34 @@ void gqa_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
   project(out, s.att.data(), M, w.o);
 }
 
-// out[M, hidden] = down(silu(gate(xn)) * up(xn)).
-void swiglu(const BlockWeights& w, float* out, int64_t M, BlockScratch& s) {
-  matmul_group({{s.gate.data(), w.gate.w}, {s.up.data(), w.up.w}}, s.xn.data(), M, thread_pool());
-  silu_mul(s.gate.data(), s.up.data(), M * w.gate.w.rows);
-  project(out, s.gate.data(), M, w.down);
-}
-
 }  // namespace
+
+void swiglu(const Linear& gate, const Linear& up, const Linear& down, const float* xn, float* out, int64_t M,
+            BlockScratch& s) {
+  grow(s.gate, M * gate.w.rows);
+  grow(s.up, M * up.w.rows);
+  matmul_group({{s.gate.data(), gate.w}, {s.up.data(), up.w}}, xn, M, thread_pool());
+  silu_mul(s.gate.data(), s.up.data(), M * gate.w.rows);
+  project(out, s.gate.data(), M, down);
+}
 
 void run_block(const BlockSpec& b, const BlockWeights& w, float* x, int64_t M, const BlockContext& ctx,
                BlockScratch& s) {
   const int64_t H = b.hidden;
   grow(s.xn, M * b.attention_input());
   grow(s.tmp, M * H);
-  grow(s.q, M * b.q_dim());
-  grow(s.att, M * b.q_dim());
-  grow(s.k, M * b.kv_dim());
-  grow(s.v, M * b.kv_dim());
-  grow(s.gate, M * b.intermediate);
-  grow(s.up, M * b.intermediate);
   float* tmp = s.tmp.data();
 
   attention_input(b, w, x, M, ctx, s);
   switch (b.attention) {
     case AttentionKind::Gqa: gqa_attention(b, w, tmp, M, ctx, s); break;
+    case AttentionKind::Mla: mla_attention(b, w, tmp, M, ctx, s); break;
   }
   add_inplace(x, tmp, M * H);
   for (int64_t m = 0; m < M; ++m) rmsnorm(&s.xn[static_cast<size_t>(m * H)], x + m * H, w.mlp_norm.data(), H, b.rms_norm_eps);
   switch (b.mlp) {
-    case MlpKind::SwiGlu: swiglu(w, tmp, M, s); break;
+    case MlpKind::SwiGlu: swiglu(w.gate, w.up, w.down, s.xn.data(), tmp, M, s); break;
+    case MlpKind::Moe: moe_mlp(b, w, tmp, M, s); break;
   }
   add_inplace(x, tmp, M * H);
 }

@@ -1,10 +1,14 @@
 #pragma once
-// The decoder block, computed in exactly one place for every model: the targets (Llama, Mistral, Qwen2, Qwen3) and
-// the EAGLE-3 drafter's layers. A BlockSpec says what kind of block a layer is; its tensors follow from it.
+// The decoder block, computed in exactly one place for every model: the targets (Llama, Mistral, Qwen2, Qwen3,
+// DeepSeek-V3/Kimi) and the EAGLE-3 drafter's layers. A BlockSpec says what kind of block a layer is; its tensors
+// follow from it.
 //
 //   xn = input_layernorm(x)                     (EAGLE-3 fused input: [input_layernorm(embedding), hidden_norm(x)])
 //   x  = x + o(attention(rope(q(xn)), rope(k(xn)), v(xn)))        GQA over the KV cache, with mask and window
+//                                                                  (or MLA over a latent cache: model/mla.cpp)
 //   x  = x + down(silu(gate(post_attention_layernorm(x))) * up(post_attention_layernorm(x)))           SwiGLU
+//                                                                  (or routed experts + shared: model/moe.cpp)
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -17,11 +21,38 @@
 
 namespace eaglet {
 
-enum class AttentionKind { Gqa };   // grouped-query attention with RoPE (MLA next)
-enum class MlpKind { SwiGlu };      // gate/up/down (MoE next)
+enum class AttentionKind {
+  Gqa,  // grouped-query attention with RoPE
+  Mla,  // DeepSeek multi-head latent attention (model/mla.cpp)
+};
+enum class MlpKind {
+  SwiGlu,  // gate/up/down
+  Moe,     // DeepSeek mixture of experts: sigmoid router, grouped top-k, shared experts (model/moe.cpp)
+};
 enum class BlockInput {
   Residual,     // attention reads input_layernorm(x)
   Eagle3Fused,  // attention reads [input_layernorm(token embedding), hidden_norm(x)], 2 x hidden wide
+};
+
+constexpr int64_t kMaxMlaRopeDim = 1024;  // qk_rope_head_dim (64 in every release)
+
+// MLA sizes (HF DeepseekV3Attention). head_dim of the BlockSpec is the rope part (qk_rope_head_dim).
+struct MlaShape {
+  int64_t q_lora_rank = 0;  // 0: a plain q_proj
+  int64_t kv_lora_rank = 0, qk_nope_dim = 0, v_head_dim = 0;
+  bool rope_interleave = true;  // rope dims stored as (x0, x1) pairs: de-interleaved before rotate_half
+  float scale = 0;              // softmax scale (qk_head_dim^-0.5 · mscale²)
+  float norm_eps = 1e-6f;       // q_a_layernorm / kv_a_layernorm are built without an eps argument
+};
+
+constexpr int64_t kMaxExperts = 1024;  // n_routed_experts (384 in Kimi-K2)
+
+// MoE sizes (HF DeepseekV3MoE / DeepseekV3TopkRouter). intermediate of the BlockSpec is one expert's.
+struct MoeShape {
+  int64_t num_experts = 0, experts_per_token = 0, shared_intermediate = 0;  // 0: no shared expert
+  int64_t n_group = 1, topk_group = 1;
+  bool norm_topk_prob = true;
+  float routed_scaling_factor = 1.0f;
 };
 
 struct BlockSpec {
@@ -35,6 +66,8 @@ struct BlockSpec {
   bool norm_before_residual = false;  // Eagle3Fused: the residual is hidden_norm(x) instead of x
   int64_t sliding_window = 0;         // in positions; 0: full attention
   float rms_norm_eps = 1e-6f;
+  MlaShape mla;  // attention == Mla
+  MoeShape moe;  // mlp == Moe
 
   int64_t attention_input() const { return input == BlockInput::Eagle3Fused ? 2 * hidden : hidden; }
   int64_t q_dim() const { return num_heads * head_dim; }
@@ -49,25 +82,51 @@ struct Linear {
   std::vector<float> bias;  // empty: no bias
 };
 
+struct MlaWeights {
+  Linear q_a, q_b, kv_a;                      // q_a/q_b empty without q LoRA (then BlockWeights::q is q_proj)
+  std::vector<float> q_a_norm, kv_a_norm;     // [q_lora_rank], [kv_lora_rank]
+  WeightMatrix kv_b;                          // [H·(nope + v), kv_lora_rank]: W_UK and W_UV rows of each head
+  std::vector<std::byte> uk_t;                // W_UK of each head transposed, [H, kv_lora_rank, nope], kv_b's dtype
+};
+
+struct Expert {
+  Linear gate, up, down;
+};
+
+struct MoeWeights {
+  WeightMatrix router;             // [experts, hidden], applied with fp32 activations
+  std::vector<float> score_bias;   // e_score_correction_bias [experts]
+  std::vector<Expert> experts;
+  Expert shared;                   // empty when moe.shared_intermediate == 0
+};
+
 struct BlockWeights {
   std::vector<float> attn_norm, mlp_norm;  // [hidden]
   std::vector<float> hidden_norm;          // [hidden], Eagle3Fused only
   std::vector<float> q_norm, k_norm;       // [head_dim], qk_norm only
   Linear q, k, v, o, gate, up, down;
+  MlaWeights mla;
+  MoeWeights moe;
 
   // Views (matrices) and copies (norms, biases) of the tensors block_tensors(spec, prefix) listed.
   static BlockWeights bind(const BlockSpec& spec, const std::string& prefix, const LoadedTensors& tensors);
 };
 
 // RoPE angles for a batch: cos/sin [M, head_dim / 2] from the positions and the inverse frequencies.
+// `scale` multiplies both (YaRN's attention_factor).
 struct RopeAngles {
   std::vector<float> cos, sin;
-  void compute(std::span<const int32_t> positions, const std::vector<float>& inv_freq);
+  void compute(std::span<const int32_t> positions, const std::vector<float>& inv_freq, float scale = 1.0f);
 };
 
 // Buffers of one forward, grown on demand and reused (no allocation per token once warm).
 struct BlockScratch {
   std::vector<float> xn, tmp, q, k, v, att, gate, up;
+  std::vector<float> head_in, head_out, latent;     // MLA: one head's rows, the attention's latent output
+  std::vector<float> router, expert_in, expert_out;  // MoE
+  std::vector<int32_t> rows;                         // MoE: the batch rows routed to one expert
+  std::vector<int32_t> chosen;                       // MoE: [M, experts_per_token] expert ids
+  std::vector<float> chosen_weight;                  // MoE: their weights
   AttentionScratch attention;
 };
 
@@ -89,5 +148,20 @@ void run_block(const BlockSpec& spec, const BlockWeights& w, float* x, int64_t M
 // A checkpoint tensor as a weight matrix (viewed in place) or as an fp32 vector (copied); null gives empty.
 WeightMatrix as_matrix(const TensorView* t);
 std::vector<float> to_f32(const TensorView* t);
+Linear as_linear(const TensorView& weight);
+
+// The block kinds beyond Llama's, one file each: their tensors, weights and computation.
+TensorList mla_tensors(const BlockSpec& spec, const std::string& prefix);
+void bind_mla(const BlockSpec& spec, const std::string& prefix, const LoadedTensors& tensors, BlockWeights& w);
+// out[M, hidden] = o_proj(MLA(xn)), xn = s.xn; the batch's latent keys go to the cache.
+void mla_attention(const BlockSpec& spec, const BlockWeights& w, float* out, int64_t M, const BlockContext& ctx,
+                   BlockScratch& s);
+TensorList moe_tensors(const BlockSpec& spec, const std::string& prefix);
+void bind_moe(const BlockSpec& spec, const std::string& prefix, const LoadedTensors& tensors, BlockWeights& w);
+// out[M, hidden] = routed experts + shared experts of xn = s.xn.
+void moe_mlp(const BlockSpec& spec, const BlockWeights& w, float* out, int64_t M, BlockScratch& s);
+// out[M, hidden] = down(silu(gate(xn)) * up(xn)) (s.gate / s.up hold the intermediates).
+void swiglu(const Linear& gate, const Linear& up, const Linear& down, const float* xn, float* out, int64_t M,
+            BlockScratch& s);
 
 }  // namespace eaglet

@@ -1,7 +1,9 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 
 #include "io/json_util.h"
 #include "model/architecture.h"
@@ -32,7 +34,44 @@ void check_float32_positive(double value, const std::string& where, const char* 
 
 }  // namespace
 
-RopeConfig RopeConfig::parse(const json& j, const std::string& file, double default_theta) {
+double yarn_get_mscale(double factor, double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; }
+
+namespace {
+
+// HF _compute_yarn_parameters (current version: mscale / mscale_all_dim, original_max_position_embeddings, truncate).
+void parse_yarn(RopeConfig& r, const json& s, const std::string& where, int64_t max_position) {
+  json_require(s, where, "factor");
+  r.factor = json_number(s, where, "factor", 1.0);
+  r.original_max_position = json_int(s, where, "original_max_position_embeddings", max_position);
+  if (r.original_max_position <= 0)
+    fail(where, ": field 'original_max_position_embeddings' must be positive, found ", r.original_max_position);
+  // `x or default` in HF: an absent, null or zero beta takes the default.
+  auto or_default = [&](const char* key, double d) {
+    const double v = s.contains(key) && !s[key].is_null() ? json_number(s, where, key, d) : 0.0;
+    return v != 0.0 ? v : d;
+  };
+  r.beta_fast = or_default("beta_fast", 32.0);
+  r.beta_slow = or_default("beta_slow", 1.0);
+  r.truncate = json_bool(s, where, "truncate", true);
+  const double mscale = or_default("mscale", 0.0), all_dim = or_default("mscale_all_dim", 0.0);
+  r.mscale_all_dim = all_dim;
+  if (s.contains("attention_factor") && !s["attention_factor"].is_null())
+    r.attention_factor = static_cast<float>(json_number(s, where, "attention_factor", 1.0));
+  else if (mscale != 0.0 && all_dim != 0.0)
+    r.attention_factor = static_cast<float>(yarn_get_mscale(r.factor, mscale) / yarn_get_mscale(r.factor, all_dim));
+  else
+    r.attention_factor = static_cast<float>(yarn_get_mscale(r.factor));
+  if (max_position > 0 && s.contains("original_max_position_embeddings") &&
+      std::fabs(static_cast<double>(max_position) / static_cast<double>(r.original_max_position) - r.factor) > 1e-9)
+    std::cerr << "warning: " << where << ": factor " << r.factor << " differs from max_position_embeddings / "
+              << "original_max_position_embeddings = " << max_position << " / " << r.original_max_position
+              << "; eaglet uses factor, as current transformers does (some versions used the ratio)\n";
+}
+
+}  // namespace
+
+RopeConfig RopeConfig::parse(const json& j, const std::string& file, double default_theta, bool allow_yarn,
+                             int64_t max_position) {
   RopeConfig r;
   r.theta = json_number(j, file, "rope_theta", default_theta);
   if (!(r.theta >= 1.0)) fail(file, ": field 'rope_theta' must be at least 1, found ", r.theta);
@@ -65,8 +104,12 @@ RopeConfig RopeConfig::parse(const json& j, const std::string& file, double defa
            r.high_freq_factor);
     if (r.original_max_position <= 0)
       fail(where, ": field 'original_max_position_embeddings' must be positive, found ", r.original_max_position);
+  } else if (type == "yarn" && allow_yarn) {
+    r.type = RopeType::Yarn;
+    parse_yarn(r, s, where, max_position);
   } else {
-    fail(where, ": rope type '", type, "' is not supported (supported: default, linear, llama3)");
+    fail(where, ": rope type '", type, "' is not supported (supported: default, linear, llama3",
+         allow_yarn ? ", yarn)" : ")");
   }
   check_float32_positive(r.factor, where, "factor");
   return r;
@@ -111,6 +154,30 @@ std::vector<float> RopeConfig::inv_freq(int64_t head_dim) const {
       const float smoothed = (1.0f - smooth) * scaled / fac + smooth * scaled;
       const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
       f = medium ? smoothed : scaled;
+    }
+  } else if (type == RopeType::Yarn) {
+    // HF _compute_yarn_parameters: interpolated (÷ factor) below the correction range, original above, a linear
+    // ramp between; float32 like torch, the range itself in double like Python.
+    const double dim = static_cast<double>(head_dim), pi = 3.14159265358979323846;
+    auto correction_dim = [&](double rotations) {
+      return dim * std::log(static_cast<double>(original_max_position) / (rotations * 2.0 * pi)) / (2.0 * std::log(theta));
+    };
+    double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
+    if (truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, dim - 1.0);
+    if (low == high) high += 0.001;
+    const float lo = static_cast<float>(low), span = static_cast<float>(high - low), fac = static_cast<float>(factor);
+    for (size_t j = 0; j < inv.size(); ++j) {
+      const float extrapolation = inv[j];  // 1 / pos_freq
+      const float pos_freq = std::pow(static_cast<float>(theta), static_cast<float>(2 * j) / static_cast<float>(head_dim));
+      const float interpolation = 1.0f / (fac * pos_freq);
+      const float ramp = std::clamp((static_cast<float>(j) - lo) / span, 0.0f, 1.0f);
+      const float extrapolation_factor = 1.0f - ramp;
+      inv[j] = interpolation * (1.0f - extrapolation_factor) + extrapolation * extrapolation_factor;
     }
   }
   return inv;
@@ -168,25 +235,39 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   c.model_type = json_string(j, c.file, "model_type", "");
   if (c.model_type.empty()) fail(c.file, ": missing required field 'model_type'");
   const Architecture& arch = architecture_for(c.model_type, c.file);
-  const ConfigReader r(j, c.file, arch.keys);
+  c.tensor_prefix = arch.tensor_prefix;
+  std::string where = c.file;
+  const json* text = &j;
+  if (arch.text_config != nullptr) {
+    auto it = j.find(arch.text_config);
+    if (it == j.end() || !it->is_object())
+      fail(c.file, ": model_type '", c.model_type, "' needs the text model's config in the object '",
+           arch.text_config, "'");
+    text = &*it;
+    where = c.file + ": " + arch.text_config;
+  }
+  const ConfigReader r(*text, where, arch.keys);
   c.vocab_size = r.size("vocab_size");
   c.num_layers = r.size("num_hidden_layers");
   if (c.num_layers > kMaxLayers)
-    fail(c.file, ": field 'num_hidden_layers' is ", c.num_layers, "; at most ", kMaxLayers, " layers are supported");
-  static_cast<LayerShape&>(c) = LayerShape::read(r);
+    fail(where, ": field 'num_hidden_layers' is ", c.num_layers, "; at most ", kMaxLayers, " layers are supported");
   c.max_position_embeddings = r.integer("max_position_embeddings");
   if (c.max_position_embeddings <= 0)
-    fail(c.file, ": field 'max_position_embeddings' must be positive, found ", c.max_position_embeddings);
+    fail(where, ": field 'max_position_embeddings' must be positive, found ", c.max_position_embeddings);
+  static_cast<LayerShape&>(c) = arch.shape != nullptr ? arch.shape(r, c.max_position_embeddings) : LayerShape::read(r);
   c.tie_word_embeddings = r.flag("tie_word_embeddings");
+  if (r.declares("num_nextn_predict_layers")) c.mtp_layers = r.integer("num_nextn_predict_layers");
+  if (c.mtp_layers < 0 || c.mtp_layers > kMaxLayers)
+    fail(where, ": field 'num_nextn_predict_layers' must be in [0, ", kMaxLayers, "], found ", c.mtp_layers);
   c.torch_dtype = r.is_set("torch_dtype") ? r.text("torch_dtype") : r.text("dtype");
   for (int64_t i = 0; i < c.num_layers; ++i) c.blocks.push_back(arch.block(c, r, i));
 
   const json ids = {{"bos_token_id", r.value("bos_token_id")}, {"eos_token_id", r.value("eos_token_id")}};
-  const auto bos = parse_token_ids(ids, c.file, "bos_token_id");
+  const auto bos = parse_token_ids(ids, where, "bos_token_id");
   c.bos_token_id = bos.empty() ? -1 : bos[0];
-  c.eos_token_ids = parse_token_ids(ids, c.file, "eos_token_id");
+  c.eos_token_ids = parse_token_ids(ids, where, "eos_token_id");
   for (int64_t id : c.eos_token_ids)
-    if (id >= c.vocab_size) fail(c.file, ": eos_token_id ", id, " is outside the vocabulary of ", c.vocab_size);
+    if (id >= c.vocab_size) fail(where, ": eos_token_id ", id, " is outside the vocabulary of ", c.vocab_size);
   const fs::path gen = fs::path(model_dir) / "generation_config.json";
   if (fs::exists(gen)) {
     const json g = read_json_file(gen.string());

@@ -10,7 +10,7 @@
 
 namespace eaglet {
 
-enum class RopeType { Default, Linear, Llama3 };
+enum class RopeType { Default, Linear, Llama3, Yarn };
 
 struct RopeConfig {
   double theta = 10000.0;
@@ -18,14 +18,22 @@ struct RopeConfig {
   double factor = 1.0;                 // linear, llama3
   double low_freq_factor = 1.0;        // llama3
   double high_freq_factor = 4.0;       // llama3
-  int64_t original_max_position = 0;   // llama3
+  int64_t original_max_position = 0;   // llama3, yarn
+  double beta_fast = 32.0, beta_slow = 1.0;  // yarn
+  bool truncate = true;                      // yarn: integer correction range
+  float attention_factor = 1.0f;             // yarn: multiplies cos and sin
+  double mscale_all_dim = 0.0;               // yarn (DeepSeek): softmax scale x get_mscale(factor, this)^2
 
   // float32 inverse frequencies for head_dim, as HF computes them (incl. llama3 / linear scaling).
   std::vector<float> inv_freq(int64_t head_dim) const;
   // rope_theta (default `default_theta`) and rope_scaling of a config object; unsupported types are an Error naming
-  // the file.
-  static RopeConfig parse(const nlohmann::json& config, const std::string& file, double default_theta = 10000.0);
+  // the file. yarn only where the architecture computes it (DeepSeek); `max_position` is its fallback original length.
+  static RopeConfig parse(const nlohmann::json& config, const std::string& file, double default_theta = 10000.0,
+                          bool allow_yarn = false, int64_t max_position = 0);
 };
+
+// YaRN's get_mscale: 1 for factor <= 1, else 0.1 · m · ln(factor) + 1.
+double yarn_get_mscale(double factor, double m = 1.0);
 
 class ConfigReader;
 
@@ -47,7 +55,9 @@ struct LayerShape {
 struct ModelConfig : LayerShape {
   std::string dir, file;  // folder and config.json path, for messages
   std::string model_type;
+  std::string tensor_prefix;  // before every tensor name ("language_model." for kimi_k25)
   int64_t vocab_size = 0, num_layers = 0;
+  int64_t mtp_layers = 0;  // multi-token-prediction layers after the decoder (DeepSeek): declared unused
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;
   std::vector<BlockSpec> blocks;  // layer i's block, from the architecture file (model/<model_type>.cpp)

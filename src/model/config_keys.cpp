@@ -21,6 +21,12 @@ const nlohmann::json& ConfigReader::value(const std::string& key) const {
   return declared->hf_default;
 }
 
+bool ConfigReader::declares(const std::string& key) const {
+  for (const ConfigKey& k : keys_)
+    if (k.name == key) return true;
+  return false;
+}
+
 namespace {
 // The typed getters of json_util over one value.
 nlohmann::json single(const std::string& key, const nlohmann::json& v) { return nlohmann::json{{key, v}}; }

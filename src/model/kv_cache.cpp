@@ -17,17 +17,26 @@ KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t key_dim, int6
   positions_.assign(static_cast<size_t>(capacity_), 0);
 }
 
+KVCache KVCache::latent(int64_t num_layers, int64_t latent_dim, int64_t rope_dim, int64_t capacity) {
+  KVCache c(num_layers, 1, latent_dim + rope_dim, 0, capacity);
+  c.value_dim_ = latent_dim;
+  c.values_in_keys_ = true;
+  return c;
+}
+
 void KVCache::write(int64_t layer, int64_t slot, const float* k, const float* v) {
   for (int64_t h = 0; h < kv_heads_; ++h) {
     float* kt = &k_[key_offset(layer, h)];
-    float* vt = &v_[value_offset(layer, h)];
+    float* vt = values_in_keys_ ? kt : &v_[value_offset(layer, h)];
     for (int64_t d = 0; d < key_dim_; ++d) kt[d * capacity_ + slot] = k[h * key_dim_ + d];
+    if (values_in_keys_) continue;
     for (int64_t d = 0; d < value_dim_; ++d) vt[d * capacity_ + slot] = v[h * value_dim_ + d];
   }
 }
 
 KVLayerView KVCache::view(int64_t layer) const {
-  return {&k_[key_offset(layer, 0)], &v_[value_offset(layer, 0)], key_dim_, value_dim_, capacity_, size_,
+  const float* keys = &k_[key_offset(layer, 0)];
+  return {keys, values_in_keys_ ? keys : &v_[value_offset(layer, 0)], key_dim_, value_dim_, capacity_, size_,
           positions_.data()};
 }
 
@@ -35,8 +44,9 @@ void KVCache::move_slot(int64_t from, int64_t to) {
   for (int64_t l = 0; l < layers_; ++l)
     for (int64_t h = 0; h < kv_heads_; ++h) {
       float* kt = &k_[key_offset(l, h)];
-      float* vt = &v_[value_offset(l, h)];
       for (int64_t d = 0; d < key_dim_; ++d) kt[d * capacity_ + to] = kt[d * capacity_ + from];
+      if (values_in_keys_) continue;
+      float* vt = &v_[value_offset(l, h)];
       for (int64_t d = 0; d < value_dim_; ++d) vt[d * capacity_ + to] = vt[d * capacity_ + from];
     }
   positions_[static_cast<size_t>(to)] = positions_[static_cast<size_t>(from)];

@@ -3,7 +3,8 @@
 // the slots after the committed ones; they stay pending until the caller keeps all of them (prefill, decode), a
 // chosen path of them (tree verification), or none.
 // Layout, per layer and KV head: keys [key_dim, capacity] and values [value_dim, capacity], both transposed (see
-// kernels/attention.h). Keys and values may differ in width (MLA).
+// kernels/attention.h). Keys and values may differ in width. A latent cache (MLA) holds one entry per token of
+// kv_lora_rank + rope dims as its key, whose first kv_lora_rank rows are also the value: nothing is stored twice.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -16,12 +17,15 @@ class KVCache {
  public:
   KVCache() = default;
   KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t key_dim, int64_t value_dim, int64_t capacity);
+  // MLA: per token and layer [latent (normalised c_kv), rotated shared rope key]; the value is the latent.
+  static KVCache latent(int64_t num_layers, int64_t latent_dim, int64_t rope_dim, int64_t capacity);
 
   int64_t size() const { return size_; }         // committed tokens
   int64_t pending() const { return pending_; }   // tokens written by the last forward, not committed
   int64_t capacity() const { return capacity_; }
 
-  // Stores one token's keys [num_kv_heads * key_dim] and values [num_kv_heads * value_dim] in `slot`.
+  // Stores one token's keys [num_kv_heads * key_dim] and values [num_kv_heads * value_dim] in `slot` (a latent
+  // cache ignores `v`: its values are part of the key).
   void write(int64_t layer, int64_t slot, const float* k, const float* v);
   KVLayerView view(int64_t layer) const;  // for attention over the committed entries and the pending batch
   int64_t position(int64_t slot) const { return positions_[static_cast<size_t>(slot)]; }
@@ -42,6 +46,7 @@ class KVCache {
   }
   void move_slot(int64_t from, int64_t to);
   int64_t layers_ = 0, kv_heads_ = 0, key_dim_ = 0, value_dim_ = 0, capacity_ = 0, size_ = 0, pending_ = 0;
+  bool values_in_keys_ = false;  // latent cache: v_ is empty
   std::vector<float> k_, v_;
   std::vector<int64_t> positions_;
 };

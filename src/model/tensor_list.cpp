@@ -25,6 +25,14 @@ LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list,
   std::map<std::string, std::vector<std::string>> ignored;  // by reason
   for (const TensorSpec& t : list) {
     const TensorView* v = nullptr;
+    if (t.use == TensorUse::Unused && !t.name.empty() && t.name.back() == '*') {  // every tensor under a prefix
+      const std::string prefix = t.name.substr(0, t.name.size() - 1);
+      for (auto it = checkpoint.all().lower_bound(prefix); it != checkpoint.all().end() && it->first.starts_with(prefix); ++it) {
+        ignored[t.note].push_back(it->first);
+        take.declare_unused(it->first, t.note);
+      }
+      continue;
+    }
     if (t.use == TensorUse::Unused) {
       if (checkpoint.find(t.name) != nullptr) ignored[t.note].push_back(t.name);
       take.declare_unused(t.name, t.note);

@@ -13,7 +13,8 @@ namespace eaglet {
 enum class TensorUse {
   Required,  // must be present with this shape
   Optional,  // used when present (checked), e.g. a tied lm_head
-  Unused,    // known and ignored when present, e.g. rotary_emb.inv_freq written by old converters
+  Unused,    // known and ignored when present, e.g. rotary_emb.inv_freq written by old converters; a name ending
+             // in '*' covers every tensor that starts with the rest (a vision tower, an MTP layer)
 };
 
 enum class TensorKind {

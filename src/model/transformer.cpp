@@ -27,11 +27,12 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& model_dir, con
 
 void Transformer::bind_weights(const LoadedTensors& tensors) {
   const ModelConfig& c = config_;
-  embed_ = &tensors.get("model.embed_tokens.weight");
+  const std::string& p = c.tensor_prefix;
+  embed_ = &tensors.get(p + "model.embed_tokens.weight");
   for (int64_t i = 0; i < c.num_layers; ++i)
-    blocks_.push_back(BlockWeights::bind(c.blocks[static_cast<size_t>(i)], "model.layers." + std::to_string(i) + ".", tensors));
-  final_norm_ = to_f32(&tensors.get("model.norm.weight"));
-  const TensorView* head = tensors.find("lm_head.weight");
+    blocks_.push_back(BlockWeights::bind(c.blocks[static_cast<size_t>(i)], p + "model.layers." + std::to_string(i) + ".", tensors));
+  final_norm_ = to_f32(&tensors.get(p + "model.norm.weight"));
+  const TensorView* head = tensors.find(p + "lm_head.weight");
   if (c.tie_word_embeddings) {
     // HF ties the head to embed_tokens and drops a stored lm_head.weight; accept one only if it is the same tensor.
     if (head != nullptr && (head->dtype != embed_->dtype || std::memcmp(head->data, embed_->data, head->nbytes) != 0))
@@ -43,6 +44,8 @@ void Transformer::bind_weights(const LoadedTensors& tensors) {
 }
 
 KVCache Transformer::make_cache(int64_t capacity) const {
+  const BlockSpec& b = config_.blocks.front();
+  if (b.attention == AttentionKind::Mla) return KVCache::latent(config_.num_layers, b.mla.kv_lora_rank, b.head_dim, capacity);
   return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity);
 }
 
@@ -105,7 +108,7 @@ void Transformer::forward(KVCache& cache, const ForwardBatch& batch) {
         batch.positions.empty() ? static_cast<int32_t>(cache.size() + m) : batch.positions[static_cast<size_t>(m)];
   const std::span<const int32_t> positions(positions_.data(), static_cast<size_t>(M));
   cache.begin_batch(positions);
-  rope_.compute(positions, inv_freq_);
+  rope_.compute(positions, inv_freq_, c.rope.attention_factor);
   float *x = x_.data(), *xn = xn_.data();
   for (int64_t m = 0; m < M; ++m) embed(batch.tokens[static_cast<size_t>(m)], x + m * H);
 

@@ -172,38 +172,10 @@ TEST_P(BatchingBitwise, VerifyBatchEqualsTokenByTokenExactly) {
 // context (long enough that part of every sum is read in place from the cache and part from the gathered tail).
 TEST_P(BatchingBitwise, TreeNodesEqualDecodingTheirPathExactly) {
   auto model = Transformer::load(test::shared_dir() + "/models/pycode-llama-19m");
-  const int64_t V = model->config().vocab_size;
   std::vector<int32_t> context = {1};
   for (int i = 0; i < 130; ++i) context.push_back(static_cast<int32_t>(3 + (i * 7919) % 7990));
-  const std::vector<int32_t> tokens = {13, 260, 325, 589, 259, 7687, 7616};
-  const std::vector<int> parent = {-1, 0, 0, 1, 1, 2, 4};
-  const int64_t N = static_cast<int64_t>(tokens.size());
-  std::vector<int> depth(tokens.size(), 0);
-  std::vector<uint8_t> mask(static_cast<size_t>(N * N), 0);
-  std::vector<int32_t> positions(tokens.size());
-  for (int64_t i = 0; i < N; ++i) {
-    if (i > 0) depth[static_cast<size_t>(i)] = depth[static_cast<size_t>(parent[static_cast<size_t>(i)])] + 1;
-    positions[static_cast<size_t>(i)] = static_cast<int32_t>(context.size()) + depth[static_cast<size_t>(i)];
-    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) mask[static_cast<size_t>(i * N + j)] = 1;
-  }
-  const Isa isa = GetParam();
-  KVCache after_context = model->make_cache(160);
-  model->forward(after_context, {.tokens = context});
-  after_context.commit_all();
-  KVCache tree_cache = after_context;
-  model->forward(tree_cache, {.tokens = tokens, .positions = positions, .mask = mask, .all_logits = true});
-  const std::vector<float> tree(model->logits().begin(), model->logits().end());
-  for (int64_t i = 0; i < N; ++i) {
-    std::vector<int32_t> path;
-    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) path.insert(path.begin(), tokens[static_cast<size_t>(j)]);
-    KVCache cache = after_context;
-    for (int32_t t : path) {
-      model->forward(cache, {.tokens = {&t, 1}});
-      cache.commit_all();
-    }
-    for (int64_t v = 0; v < V; ++v)
-      ASSERT_EQ(model->logits_row(0)[v], tree[static_cast<size_t>(i * V + v)]) << "node " << i << " " << isa_name(isa);
-  }
+  test::expect_tree_nodes_equal_their_paths(*model, context, {13, 260, 325, 589, 259, 7687, 7616},
+                                            {-1, 0, 0, 1, 1, 2, 4});
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, BatchingBitwise, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);

@@ -40,4 +40,38 @@ std::vector<int32_t> read_ids(const Checkpoint& file, const std::string& name) {
   return ids;
 }
 
+TreeRun expect_tree_nodes_equal_their_paths(Transformer& model, const std::vector<int32_t>& context,
+                                            const std::vector<int32_t>& tokens, const std::vector<int>& parent) {
+  const int64_t V = model.config().vocab_size, N = static_cast<int64_t>(tokens.size());
+  std::vector<int> depth(tokens.size(), 0);
+  std::vector<uint8_t> mask(static_cast<size_t>(N * N), 0);
+  std::vector<int32_t> positions(tokens.size());
+  for (int64_t i = 0; i < N; ++i) {
+    const size_t u = static_cast<size_t>(i);
+    if (i > 0) depth[u] = depth[static_cast<size_t>(parent[u])] + 1;
+    positions[u] = static_cast<int32_t>(context.size()) + depth[u];
+    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) mask[static_cast<size_t>(i * N + j)] = 1;
+  }
+  TreeRun run{model.make_cache(static_cast<int64_t>(context.size() + tokens.size()) + 8), {}};
+  model.forward(run.after_context, {.tokens = context});
+  run.after_context.commit_all();
+  run.tree = run.after_context;
+  model.forward(run.tree, {.tokens = tokens, .positions = positions, .mask = mask, .all_logits = true});
+  const std::vector<float> tree(model.logits().begin(), model.logits().end());
+  for (int64_t i = 0; i < N; ++i) {
+    std::vector<int32_t> path;
+    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) path.insert(path.begin(), tokens[static_cast<size_t>(j)]);
+    KVCache cache = run.after_context;
+    for (int32_t t : path) {
+      model.forward(cache, {.tokens = {&t, 1}});
+      cache.commit_all();
+    }
+    for (int64_t v = 0; v < V; ++v) {
+      EXPECT_EQ(model.logits_row(0)[v], tree[static_cast<size_t>(i * V + v)]) << "node " << i;
+      if (model.logits_row(0)[v] != tree[static_cast<size_t>(i * V + v)]) return run;
+    }
+  }
+  return run;
+}
+
 }  // namespace eaglet::test

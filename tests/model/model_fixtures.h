@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "model/transformer.h"
 
 namespace eaglet::test {
 
@@ -17,5 +18,14 @@ struct RefTensor {
 };
 RefTensor read_reference(const Checkpoint& file, const std::string& name);
 std::vector<int32_t> read_ids(const Checkpoint& file, const std::string& name = "input_ids");
+
+// Verifies a tree of `tokens` (parent[i]: the node before i, -1 for the root) after `context` in one forward, then
+// decodes each node's path token by token from the same context: every node's logits must be bit-identical (gtest
+// assertions). Returns the cache after the context and the one holding the tree's pending entries.
+struct TreeRun {
+  KVCache after_context, tree;
+};
+TreeRun expect_tree_nodes_equal_their_paths(Transformer& model, const std::vector<int32_t>& context,
+                                            const std::vector<int32_t>& tokens, const std::vector<int>& parent);
 
 }  // namespace eaglet::test

@@ -2,3 +2,4 @@
 include(${CMAKE_CURRENT_LIST_DIR}/model_fixtures.cmake OPTIONAL)
 include(${CMAKE_CURRENT_LIST_DIR}/tokenizer_fixtures.cmake OPTIONAL)
 include(${CMAKE_CURRENT_LIST_DIR}/drafter_fixtures.cmake OPTIONAL)
+include(${CMAKE_CURRENT_LIST_DIR}/deepseek_fixtures.cmake OPTIONAL)

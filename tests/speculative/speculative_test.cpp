@@ -98,8 +98,24 @@ INSTANTIATE_TEST_SUITE_P(
                       GreedyCase{"exact_echo", "drafters/targets/nearecho_fp32"},
                       GreedyCase{"exact_echo_eagle", "drafters/targets/nearecho_fp32"},
                       GreedyCase{"exact_echo_vllm", "drafters/targets/nearecho_fp32"},
-                      GreedyCase{"exact_echo_2layer", "drafters/targets/nearecho_fp32"}),
-    [](const auto& info) { return info.param.drafter + "_on_" + info.param.target.substr(info.param.target.rfind('/') + 1); });
+                      GreedyCase{"exact_echo_2layer", "drafters/targets/nearecho_fp32"},
+                      // DeepSeek-style target (MLA + MoE + yarn), drafter in SpecForge's Kimi layout
+                      GreedyCase{"../deepseek/kimi_specforge_drafter", "deepseek/kimi_nearecho_fp32"}),
+    [](const auto& info) {
+      const auto base = [](const std::string& p) { return p.substr(p.rfind('/') + 1); };
+      return base(info.param.drafter) + "_on_" + base(info.param.target);
+    });
+
+// SpecForge's Kimi drafters name their aux layers in SGLang's output convention (Kimi-K2.5: [1, 29, 57] = inputs of
+// layers 2, 30, 58). Scaled down: [0, 1, 2] on a 4-layer DeepSeek-style target are the inputs of layers 1, 2, 3, and
+// the target captures exactly those in its generic layer loop.
+TEST(DeepseekTarget, SpecForgeKimiAuxIdsResolveToTheNextLayersInputs) {
+  auto target = Transformer::load(fixture("deepseek/kimi_nearecho_fp32"));
+  auto drafter = Eagle3Drafter::load(fixture("deepseek/kimi_specforge_drafter"), *target, {});
+  EXPECT_EQ(drafter->aux_layers(), (std::vector<int>{1, 2, 3}));
+  std::printf("[deepseek] %s\n", drafter->describe().c_str());
+  EXPECT_NE(drafter->describe().find("1, 2, 3"), std::string::npos) << drafter->describe();
+}
 
 TEST(Acceptance, ExactDrafterReachesStepsPlusOneRandomDrafterAboutOne) {
   auto echo = Transformer::load(fixture("drafters/targets/echo_fp32"));

@@ -1,0 +1,321 @@
+#!/usr/bin/python3
+"""Tiny random DeepSeek-V3 / Kimi-K2 / Kimi-K2.5 checkpoints, reference logits from deepseek_reference.py, and an
+EAGLE-3 drafter in SpecForge's Kimi layout (scaled down) for a DeepSeek-style bigram target.
+
+    make_tiny_deepseek.py --out DIR --tiny TINY_DIR [--force]
+
+TINY_DIR is make_tiny_models.py's output (its tokenizer files are copied). Writes DIR/<variant>/ (HF layout),
+DIR/reference/<variant>.safetensors (input_ids I64 [S], logits F32 [S, V] compute fp32, hidden_states F32 [L+1, S, H],
+logits_hf F32 compute hf = bf16 arithmetic) and DIR/MANIFEST.json; skips work when the generator hash matches.
+
+Variants (all vocab 384, hidden 64, 4 heads, bf16 weights unless stated):
+  deepseek_v3_bf16          V3-like: q LoRA, yarn factor 40 (mscale_all_dim 1, orig 64), n_group 4 / topk_group 2,
+                            8 experts top-2, 1 shared, 1 dense layer + 3 MoE, an MTP layer (declared unused)
+  kimi_k2_bf16              Kimi-like: n_group 1, 12 experts top-3, rope_theta 50000, yarn factor 32, betas 1/1
+  deepseek_v3_noqlora_bf16  q_lora_rank null (plain q_proj), no rope_scaling, n_group 2 / topk_group 1, 2 shared
+  kimi_k25_bf16             the kimi_k2 weights wrapped as Kimi-K2.5 (text_config, language_model., vision tensors)
+  kimi_nearecho_fp32        a Kimi-style bigram target (o_proj/down_proj small noise) for the drafter
+  kimi_specforge_drafter    EAGLE-3 drafter, SpecForge layout (LlamaForCausalLMEagle3, midlayer.*, eagle_config aux
+                            ids [0, 1, 2] in SGLang's output convention = inputs of layers 1, 2, 3) that reproduces
+                            the bigram map (the exact-echo construction of make_tiny_drafters.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+import zlib
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import safetensors_np  # noqa: E402
+
+GENERATOR_VERSION = 1
+SEQ_LEN = 24
+INPUT_SEED = 20261201
+MIN_MARGIN = 0.1          # top-1 minus top-2 logit, fp32 reference, every position
+MIN_ROUTING_GAP = 2e-4    # the closest expert / group choice of any token stays this far from flipping
+MAX_SEED_TRIES = 200
+
+BASE = dict(vocab_size=384, hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num_hidden_layers=4,
+            num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32, qk_nope_head_dim=16,
+            qk_rope_head_dim=16, v_head_dim=24, first_k_dense_replace=1, n_routed_experts=8, num_experts_per_tok=2,
+            n_shared_experts=1, n_group=4, topk_group=2, routed_scaling_factor=2.5, norm_topk_prob=True,
+            scoring_func="sigmoid", topk_method="noaux_tc", rms_norm_eps=1e-6, rope_theta=10000.0,
+            hidden_act="silu", bos_token_id=1, eos_token_id=2, tie_word_embeddings=False, attention_bias=False,
+            initializer_range=0.02)
+
+V3_YARN = {"type": "yarn", "factor": 40.0, "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+           "original_max_position_embeddings": 64}
+KIMI_YARN = {"type": "yarn", "factor": 32.0, "beta_fast": 1.0, "beta_slow": 1.0, "mscale": 1.0,
+             "mscale_all_dim": 1.0, "original_max_position_embeddings": 64}
+
+VARIANTS = {
+    "deepseek_v3_bf16": dict(model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"], rope_scaling=V3_YARN,
+                             max_position_embeddings=2560, num_nextn_predict_layers=1),
+    "kimi_k2_bf16": dict(model_type="kimi_k2", architectures=["DeepseekV3ForCausalLM"], n_routed_experts=12,
+                         num_experts_per_tok=3, n_group=1, topk_group=1, routed_scaling_factor=2.827,
+                         rope_theta=50000.0, rope_scaling=KIMI_YARN, max_position_embeddings=2048, rms_norm_eps=1e-5),
+    "deepseek_v3_noqlora_bf16": dict(model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"],
+                                     q_lora_rank=None, rope_scaling=None, max_position_embeddings=4096, n_group=2,
+                                     topk_group=1, n_shared_experts=2, num_hidden_layers=3),
+}
+WRAPPED = "kimi_k25_bf16"      # kimi_k2_bf16 as Kimi-K2.5
+ECHO = "kimi_nearecho_fp32"
+DRAFTER = "kimi_specforge_drafter"
+ECHO_GAIN = 0.3
+
+
+def make_config(name: str) -> dict:
+    cfg = dict(BASE)
+    cfg.update(VARIANTS[name])
+    cfg["torch_dtype"] = "bfloat16"
+    return dict(sorted(cfg.items()))
+
+
+def make_weights(cfg: dict, seed: int) -> tuple[dict, dict]:
+    """Random weights at HF names and shapes; float32 arrays and their storage dtypes (bias F32, rest BF16)."""
+    rng = np.random.default_rng(seed)
+    Hd, V, H = cfg["hidden_size"], cfg["vocab_size"], cfg["num_attention_heads"]
+    R, rope, nope, vd = cfg["kv_lora_rank"], cfg["qk_rope_head_dim"], cfg["qk_nope_head_dim"], cfg["v_head_dim"]
+    qk = nope + rope
+
+    def normal(shape, std):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def norm_w(n):
+        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+    def mlp(p, inter, gain=0.5):
+        return {p + "gate_proj.weight": normal((inter, Hd), 1 / math.sqrt(Hd)),
+                p + "up_proj.weight": normal((inter, Hd), 1 / math.sqrt(Hd)),
+                p + "down_proj.weight": normal((Hd, inter), gain / math.sqrt(inter))}
+
+    t = {"model.embed_tokens.weight": normal((V, Hd), 0.5)}
+    total = cfg["num_hidden_layers"] + cfg.get("num_nextn_predict_layers", 0)
+    for i in range(total):
+        p = f"model.layers.{i}."
+        t[p + "input_layernorm.weight"] = norm_w(Hd)
+        t[p + "post_attention_layernorm.weight"] = norm_w(Hd)
+        if cfg.get("q_lora_rank"):
+            r = cfg["q_lora_rank"]
+            t[p + "self_attn.q_a_proj.weight"] = normal((r, Hd), 1 / math.sqrt(Hd))
+            t[p + "self_attn.q_a_layernorm.weight"] = norm_w(r)
+            t[p + "self_attn.q_b_proj.weight"] = normal((H * qk, r), 1.4 / math.sqrt(r))
+        else:
+            t[p + "self_attn.q_proj.weight"] = normal((H * qk, Hd), 1.4 / math.sqrt(Hd))
+        t[p + "self_attn.kv_a_proj_with_mqa.weight"] = normal((R + rope, Hd), 1.4 / math.sqrt(Hd))
+        t[p + "self_attn.kv_a_layernorm.weight"] = norm_w(R)
+        t[p + "self_attn.kv_b_proj.weight"] = normal((H * (nope + vd), R), 1 / math.sqrt(R))
+        t[p + "self_attn.o_proj.weight"] = normal((Hd, H * vd), 0.5 / math.sqrt(H * vd))
+        if i < cfg["first_k_dense_replace"]:
+            t.update(mlp(p + "mlp.", cfg["intermediate_size"]))
+            continue
+        E, I = cfg["n_routed_experts"], cfg["moe_intermediate_size"]
+        t[p + "mlp.gate.weight"] = normal((E, Hd), 1.5 / math.sqrt(Hd))
+        t[p + "mlp.gate.e_score_correction_bias"] = normal((E,), 0.1)
+        for e in range(E):
+            t.update(mlp(p + f"mlp.experts.{e}.", I, 0.8))
+        t.update(mlp(p + "mlp.shared_experts.", I * cfg["n_shared_experts"]))
+        if i >= cfg["num_hidden_layers"]:  # the MTP layer's own tensors
+            t[p + "enorm.weight"], t[p + "hnorm.weight"] = norm_w(Hd), norm_w(Hd)
+            t[p + "eh_proj.weight"] = normal((Hd, 2 * Hd), 1 / math.sqrt(2 * Hd))
+            t[p + "shared_head.norm.weight"] = norm_w(Hd)
+            t[p + "shared_head.head.weight"] = normal((V, Hd), 0.375)
+    t["model.norm.weight"] = norm_w(Hd)
+    t["lm_head.weight"] = normal((V, Hd), 0.375)
+    dtypes = {k: "F32" if k.endswith("e_score_correction_bias") else "BF16" for k in t}
+    t = {k: v if dtypes[k] == "F32" else safetensors_np.round_bf16(v) for k, v in t.items()}
+    return t, dtypes
+
+
+def margins(logits):
+    s = np.sort(logits, axis=-1)
+    return s[:, -1] - s[:, -2]
+
+
+def input_ids() -> np.ndarray:
+    rng = np.random.default_rng(INPUT_SEED)
+    return np.concatenate([[1], rng.integers(3, 381, size=SEQ_LEN - 1)]).astype(np.int64)
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+
+
+def write_model(vdir, cfg, tensors, dtypes, tiny):
+    if os.path.isdir(vdir):
+        shutil.rmtree(vdir)
+    os.makedirs(vdir)
+    write_json(os.path.join(vdir, "config.json"), cfg)
+    write_json(os.path.join(vdir, "generation_config.json"), {"bos_token_id": 1, "eos_token_id": [2, 382]})
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tiny, "llama_fp32", f), os.path.join(vdir, f))
+    safetensors_np.save(os.path.join(vdir, "model.safetensors"), tensors, dtypes, {"format": "pt"})
+
+
+def wrap_k25(cfg: dict, tensors: dict, dtypes: dict, rng) -> tuple[dict, dict, dict]:
+    """Kimi-K2.5's layout (vLLM KimiK25Config): the text model in text_config, tensors under language_model., plus a
+    vision tower and projector eaglet must declare unused."""
+    top = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+           "text_config": dict(cfg, model_type="kimi_k2"), "vision_config": {"model_type": "moonvit", "hidden_size": 32},
+           "media_placeholder_token_id": 383, "torch_dtype": "bfloat16"}
+    t = {"language_model." + k: v for k, v in tensors.items()}
+    d = {"language_model." + k: v for k, v in dtypes.items()}
+    for n, shape in (("vision_tower.patch_embed.proj.weight", (32, 3, 2, 2)), ("vision_tower.blocks.0.norm0.weight", (32,)),
+                     ("mm_projector.proj.0.weight", (64, 32)), ("mm_projector.proj.2.weight", (64, 64))):
+        t[n] = safetensors_np.round_bf16((rng.standard_normal(shape) * 0.1).astype(np.float32))
+        d[n] = "BF16"
+    return top, t, d
+
+
+def make_variant(name, out, ids, dr, tiny) -> dict:
+    cfg = make_config(name)
+    base_seed = zlib.crc32(name.encode()) % 100000
+    best = None
+    for attempt in range(MAX_SEED_TRIES):
+        t, d = make_weights(cfg, base_seed + attempt)
+        m = dr.Model(cfg, t, d, "fp32")
+        logits, hidden, routing = m.forward(ids, record_routing=True)
+        logits = logits.numpy()
+        gap = min(g for _, _, g in routing)
+        score = min(margins(logits).min() / MIN_MARGIN, gap / MIN_ROUTING_GAP)
+        if best is None or score > best[0]:
+            best = (score, base_seed + attempt, t, d, logits, hidden.numpy(), routing)
+        if score >= 1.0:
+            break
+    score, seed, t, d, logits, hidden, routing = best
+    vdir = os.path.join(out, name)
+    write_model(vdir, cfg, t, d, tiny)
+    m32 = dr.Model.from_dir(vdir, "fp32")
+    l32, h32 = dr.forward(m32, ids)
+    assert np.array_equal(l32, logits), "reference from files differs from in-memory model"
+    lhf, _ = dr.forward(dr.Model.from_dir(vdir, "hf"), ids)
+    ref = {"input_ids": ids, "logits": l32, "hidden_states": h32, "logits_hf": lhf}
+    safetensors_np.save(os.path.join(out, "reference", f"{name}.safetensors"), ref,
+                        {"input_ids": "I64", "logits": "F32", "hidden_states": "F32", "logits_hf": "F32"},
+                        {"variant": name, "compute": "fp32 + hf"})
+    return {"model_type": cfg["model_type"], "seed": seed, "seed_tries": attempt + 1,
+            "margin_fp32_min": float(margins(l32).min()), "routing_gap_min": float(min(g for _, _, g in routing)),
+            "experts_used": {str(i): sorted(set(int(e) for e in idx.flatten())) for i, idx, _ in routing},
+            "hf_vs_fp32_max_abs": float(np.abs(lhf - l32).max()),
+            "hf_vs_fp32_argmax_agreement": float(np.mean(lhf.argmax(-1) == l32.argmax(-1))),
+            "reference": f"reference/{name}.safetensors"}
+
+
+def make_wrapped(out, ids, dr, tiny) -> dict:
+    src = os.path.join(out, "kimi_k2_bf16")
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    tt = safetensors_np.load(os.path.join(src, "model.safetensors"), upcast_bf16=True)
+    top, t, d = wrap_k25(cfg, dict(tt), dict(tt.dtypes), np.random.default_rng(25))
+    vdir = os.path.join(out, WRAPPED)
+    write_model(vdir, top, t, d, tiny)
+    l32, h32 = dr.forward(dr.Model.from_dir(vdir, "fp32"), ids)
+    ref = st_load(os.path.join(out, "reference", "kimi_k2_bf16.safetensors"))
+    assert np.array_equal(l32, ref["logits"]), "the K2.5 wrapper must compute exactly the wrapped Kimi-K2"
+    shutil.copy(os.path.join(out, "reference", "kimi_k2_bf16.safetensors"),
+                os.path.join(out, "reference", f"{WRAPPED}.safetensors"))
+    return {"model_type": "kimi_k25", "wraps": "kimi_k2_bf16", "reference": f"reference/{WRAPPED}.safetensors"}
+
+
+def st_load(path):
+    return safetensors_np.load(path)
+
+
+def make_echo_pair(out, dr, tiny) -> dict:
+    """A Kimi-style bigram target and the SpecForge-layout drafter that reproduces it (make_tiny_drafters.py's exact
+    construction, on a DeepSeek target): embeddings live in dims 0..31, lm_head makes f(x) the argmax of
+    lm_head(norm(embed(x))); o_proj / every down_proj carry small noise so the target strays from f now and then."""
+    import make_tiny_drafters as mtd  # noqa: E402
+    cfg = make_config("kimi_k2_bf16")
+    cfg["torch_dtype"] = "float32"
+    rng = np.random.default_rng(4747)
+    t, _ = make_weights(cfg, 4747)
+    V, Hd = cfg["vocab_size"], cfg["hidden_size"]
+    E = np.zeros((V, Hd), np.float32)
+    for s in range(2):
+        v = rng.standard_normal((V, 16))
+        E[:, 16 * s:16 * (s + 1)] = 2.0 * v / np.linalg.norm(v, axis=1, keepdims=True)
+    w = (1.0 + 0.1 * rng.standard_normal(Hd)).astype(np.float32)
+    f = mtd._cycle_map(rng, np.arange(3, 381), V, [0, 1, 2, 381, 382, 383])
+    n = mtd._normed(E, w, cfg["rms_norm_eps"])
+    W = np.zeros((V, Hd), np.float32)
+    for x in range(V):
+        W[f[x]] += 0.15 * n[x]
+    t["model.embed_tokens.weight"], t["model.norm.weight"], t["lm_head.weight"] = E, w, W
+    for k in list(t):
+        if k.endswith("o_proj.weight") or k.endswith("down_proj.weight"):
+            t[k] = (rng.standard_normal(t[k].shape) * ECHO_GAIN / math.sqrt(t[k].shape[1])).astype(np.float32)
+    tdir = os.path.join(out, ECHO)
+    write_model(tdir, cfg, t, {k: "F32" for k in t}, tiny)
+    target = dr.Model.from_dir(tdir, "fp32")
+    seqs = np.random.default_rng(7).integers(3, 381, size=(4, 16))
+    agree = float(np.mean([np.mean(target.forward(s)[0].numpy().argmax(-1) == f[s]) for s in seqs]))
+    dcfg, dt, _ = mtd.build_exact_drafter("exact_echo_eagle", {"echo_fp32": (cfg, t)})
+    dcfg["architectures"] = ["LlamaForCausalLMEagle3"]
+    dcfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [0, 1, 2], "use_aux_hidden_state": True}
+    mtd.save_drafter(os.path.join(out, DRAFTER), dcfg, dt)
+    return {"target": ECHO, "bigram_agreement": agree, "drafter": DRAFTER, "layout": "specforge",
+            "aux_ids_sglang": [0, 1, 2], "aux_layers_input_convention": [1, 2, 3]}
+
+
+SCRIPTS = ("make_tiny_deepseek.py", "deepseek_reference.py", "safetensors_np.py", "make_tiny_drafters.py")
+
+
+def script_hash() -> str:
+    h = hashlib.sha256()
+    for f in SCRIPTS:
+        with open(os.path.join(HERE, f), "rb") as fh:
+            h.update(f.encode() + b"\0" + fh.read() + b"\0")
+    return h.hexdigest()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--tiny", required=True, help="make_tiny_models.py output (tokenizer files)")
+    ap.add_argument("--force", action="store_true")
+    args = ap.parse_args(argv)
+    out = os.path.abspath(args.out)
+    digest = script_hash()
+    man_path = os.path.join(out, "MANIFEST.json")
+    if not args.force and os.path.isfile(man_path):
+        with open(man_path) as f:
+            man = json.load(f)
+        if man.get("generator_hash") == digest:
+            print(f"{out}: up to date (generator {digest[:12]}), nothing to do")
+            return 0
+    import torch  # noqa: E402
+    torch.set_num_threads(1)
+    import deepseek_reference as dr  # noqa: E402
+    os.makedirs(os.path.join(out, "reference"), exist_ok=True)
+    if os.path.exists(man_path):
+        os.remove(man_path)
+    ids = input_ids()
+    man = {"generator": "tests/oracle/make_tiny_deepseek.py", "generator_version": GENERATOR_VERSION,
+           "generator_hash": digest, "input_ids": [int(i) for i in ids], "variants": {}}
+    for name in VARIANTS:
+        man["variants"][name] = make_variant(name, out, ids, dr, args.tiny)
+        v = man["variants"][name]
+        print(f"{name:26} seed {v['seed']:6} tries {v['seed_tries']:3} margin {v['margin_fp32_min']:.3f} "
+              f"routing gap {v['routing_gap_min']:.2e} hf-fp32 {v['hf_vs_fp32_max_abs']:.3f} "
+              f"argmax agree {v['hf_vs_fp32_argmax_agreement']:.3f}")
+    man["variants"][WRAPPED] = make_wrapped(out, ids, dr, args.tiny)
+    man["echo_pair"] = make_echo_pair(out, dr, args.tiny)
+    print(f"{ECHO}: bigram agreement {man['echo_pair']['bigram_agreement']:.3f}")
+    write_json(man_path, man)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
