@@ -4,7 +4,7 @@
 # Extra package names as arguments are installed too (make fuzz: clang and its libFuzzer runtime).
 set -euo pipefail
 packages=(cmake make g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libpcre2-dev
-          libcli11-dev libcpp-httplib-dev libtorch-dev libopenblas0-pthread python3 python3-numpy python3-torch "$@")
+          libcli11-dev libcpp-httplib-dev libtorch-dev zlib1g-dev libopenblas0-pthread python3 python3-numpy python3-torch "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
