@@ -48,7 +48,9 @@ void expect_same_training_data(const std::string& extracted_dir, const TrainingD
   const std::vector<SequenceRef> a = mine.sequences(1 << 20), b = dump.sequences(1 << 20);
   ASSERT_EQ(a.size(), b.size());
   EXPECT_EQ(dump.aux_layers(), mine.aux_layers());
-  if (!mask_all) EXPECT_EQ(dump.d2t(), mine.d2t());
+  if (!mask_all) {
+    EXPECT_EQ(dump.d2t(), mine.d2t());
+  }
   EXPECT_EQ(dump.tokens(), mine.tokens());
   const int64_t W = static_cast<int64_t>(mine.aux_layers().size()) * mine.hidden_size();
   for (size_t s = 0; s < a.size(); ++s) {
@@ -60,7 +62,9 @@ void expect_same_training_data(const std::string& extracted_dir, const TrainingD
     mine.read(a[s], 0, n, ids_a.data(), mask_a.data(), aux_a.data(), nullptr);
     dump.read(b[s], 0, n, ids_b.data(), mask_b.data(), aux_b.data(), nullptr);
     EXPECT_EQ(ids_a, ids_b) << "row " << s;
-    if (!mask_all) EXPECT_EQ(mask_a, mask_b) << "row " << s;
+    if (!mask_all) {
+      EXPECT_EQ(mask_a, mask_b) << "row " << s;
+    }
     double worst = 0;
     for (size_t i = 0; i < aux_a.size(); ++i)
       worst = std::max(worst, std::abs(aux_a[i] - aux_b[i]) / (std::abs(aux_a[i]) * 0x1p-7 + 1e-6));
@@ -185,7 +189,9 @@ TEST_F(DumpDataTest, TrainDraftRunsFromEachDump) {
     ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
     EXPECT_THAT(r.err, HasSubstr("checked against the target")) << name;
     EXPECT_TRUE(std::filesystem::exists(out + "/model.safetensors")) << name;
-    if (extra.find("--data-format") == std::string::npos) EXPECT_THAT(r.err, HasSubstr("(detected in ")) << name;
+    if (extra.find("--data-format") == std::string::npos) {
+      EXPECT_THAT(r.err, HasSubstr("(detected in ")) << name;
+    }
   }
 }
 
