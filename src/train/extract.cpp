@@ -76,10 +76,39 @@ class Progress {
   Timer timer_;
 };
 
+}  // namespace
+
+DraftVocab draft_vocab_of_rows(const std::vector<TrainingRow>& rows, int64_t vocab_size, int64_t n) {
+  std::vector<int64_t> counts(static_cast<size_t>(vocab_size), 0);
+  for (const TrainingRow& r : rows)
+    for (size_t t = 0; t < r.ids.size(); ++t)
+      if (r.loss_mask[t] != 0) ++counts[static_cast<size_t>(r.ids[t])];
+  return build_draft_vocab(counts, n);
+}
+
+void capture_row(Transformer& target, const std::vector<int32_t>& ids, int64_t n_aux, int prefill_batch,
+                 std::vector<uint16_t>& aux, std::vector<uint16_t>& final_hidden) {
+  const int64_t H = target.config().hidden_size, W = target.aux_width(), n = static_cast<int64_t>(ids.size());
+  if (W != (n_aux + 1) * H) fail("capture_row: the target captures ", W / H, " states, expected ", n_aux + 1);
+  KVCache cache = target.make_cache(n);
+  for (int64_t start = 0; start < n; start += prefill_batch) {
+    const int64_t m = std::min<int64_t>(prefill_batch, n - start);
+    target.forward(cache, {.tokens = {ids.data() + start, static_cast<size_t>(m)}});
+    cache.commit_all();
+    const float* states = target.aux_hidden().data();
+    for (int64_t t = 0; t < m; ++t) {
+      for (int64_t i = 0; i < n_aux * H; ++i) aux.push_back(f32_to_bf16(states[t * W + i]));
+      for (int64_t i = 0; i < H; ++i) final_hidden.push_back(f32_to_bf16(states[t * W + n_aux * H + i]));
+    }
+  }
+}
+
+namespace {
+
 // One shard: every row through the target, its aux and final states kept in bf16.
 void write_shard(Transformer& target, const std::vector<TrainingRow>& rows, size_t begin, size_t end, int64_t n_aux,
                  int prefill_batch, const std::string& path, const nlohmann::json& settings) {
-  const int64_t H = target.config().hidden_size, W = target.aux_width();
+  const int64_t H = target.config().hidden_size;
   std::vector<int64_t> ids, mask, offsets = {0};
   std::vector<uint16_t> aux, final_hidden;
   size_t tokens = 0;
@@ -89,17 +118,7 @@ void write_shard(Transformer& target, const std::vector<TrainingRow>& rows, size
   for (size_t r = begin; r < end; ++r) {
     const TrainingRow& row = rows[r];
     const int64_t n = static_cast<int64_t>(row.ids.size());
-    KVCache cache = target.make_cache(n);
-    for (int64_t start = 0; start < n; start += prefill_batch) {
-      const int64_t m = std::min<int64_t>(prefill_batch, n - start);
-      target.forward(cache, {.tokens = {row.ids.data() + start, static_cast<size_t>(m)}});
-      cache.commit_all();
-      const float* states = target.aux_hidden().data();
-      for (int64_t t = 0; t < m; ++t) {
-        for (int64_t i = 0; i < n_aux * H; ++i) aux.push_back(f32_to_bf16(states[t * W + i]));
-        for (int64_t i = 0; i < H; ++i) final_hidden.push_back(f32_to_bf16(states[t * W + n_aux * H + i]));
-      }
-    }
+    capture_row(target, row.ids, n_aux, prefill_batch, aux, final_hidden);
     for (int64_t t = 0; t < n; ++t) {
       ids.push_back(row.ids[static_cast<size_t>(t)]);
       mask.push_back(row.loss_mask[static_cast<size_t>(t)]);
@@ -257,12 +276,8 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   progress.finish();
 
   // The draft vocabulary from the loss-masked tokens of the whole extraction.
-  std::vector<int64_t> counts(static_cast<size_t>(c.vocab_size), 0);
-  for (const TrainingRow& r : rows)
-    for (size_t t = 0; t < r.ids.size(); ++t)
-      if (r.loss_mask[t] != 0) ++counts[static_cast<size_t>(r.ids[t])];
   const int64_t n = o.draft_vocab > 0 ? o.draft_vocab : std::min<int64_t>(32000, c.vocab_size);
-  const DraftVocab vocab = build_draft_vocab(counts, n);
+  const DraftVocab vocab = draft_vocab_of_rows(rows, c.vocab_size, n);
   write_draft_vocab((fs::path(o.out_dir) / "draft_vocab.safetensors").string(), vocab);
   sum.draft_vocab = n;
   sum.distinct_trained_ids = vocab.distinct;

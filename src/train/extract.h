@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "sample/sampler.h"
+#include "train/dataset.h"
+#include "train/draft_vocab.h"
 
 namespace eaglet {
 
@@ -46,5 +48,15 @@ struct ExtractSummary {
 };
 
 ExtractSummary run_extract(const ExtractOptions& options);
+
+// The n most frequent loss-masked ids of the rows (train/draft_vocab.h).
+DraftVocab draft_vocab_of_rows(const std::vector<TrainingRow>& rows, int64_t vocab_size, int64_t n);
+
+// One row through the target, whose aux capture is set to n_aux layers plus its last (num_layers), in prefill chunks:
+// appends its aux states [T, n_aux * H] and final pre-norm states [T, H], rounded to bf16 as the shards hold them.
+// The one capture path of extraction and of online training.
+class Transformer;
+void capture_row(Transformer& target, const std::vector<int32_t>& ids, int64_t n_aux, int prefill_batch,
+                 std::vector<uint16_t>& aux, std::vector<uint16_t>& final_hidden);
 
 }  // namespace eaglet

@@ -124,16 +124,20 @@ ExtractedData ExtractedData::open(const std::string& dir) {
   return d;
 }
 
+void cut_rows(int32_t file, const std::vector<int64_t>& offsets, int64_t max_length, std::vector<SequenceRef>& out) {
+  for (size_t r = 0; r + 1 < offsets.size(); ++r) {
+    const int64_t begin = offsets[r], end = offsets[r + 1];
+    for (int64_t b = begin; end - b >= 2; b += max_length) out.push_back({file, b, std::min(max_length, end - b)});
+  }
+}
+
 std::vector<SequenceRef> ExtractedData::sequences(int64_t max_length) const {
   std::vector<SequenceRef> out;
   for (size_t k = 0; k < shards_.size(); ++k) {
     const Shard& s = shards_[k];
-    const int64_t rows = s.offsets->shape[0] - 1;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t begin = element(*s.offsets, r), end = element(*s.offsets, r + 1);
-      for (int64_t b = begin; end - b >= 2; b += max_length)
-        out.push_back({static_cast<int32_t>(k), b, std::min(max_length, end - b)});
-    }
+    std::vector<int64_t> offsets(static_cast<size_t>(s.offsets->shape[0]));
+    for (size_t r = 0; r < offsets.size(); ++r) offsets[r] = element(*s.offsets, static_cast<int64_t>(r));
+    cut_rows(static_cast<int32_t>(k), offsets, max_length, out);
   }
   return out;
 }

@@ -6,12 +6,25 @@
 #include "train/torch/trainer.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"eaglet train-draft: train an EAGLE-3 drafter on the features `eaglet extract` wrote"};
+  CLI::App app{"eaglet train-draft: train an EAGLE-3 drafter on the features `eaglet extract` (or speculators, SpecForge) wrote"};
   app.name("eaglet train-draft");
   eaglet::TrainOptions o;
   std::vector<std::string> settings;
   app.add_option("--target,-m", o.target_dir, "Target model folder (the one the data was extracted with)")->required();
-  app.add_option("--data", o.data_dir, "Folder written by eaglet extract")->required();
+  app.add_option("--data", o.data_dir, "Folder written by eaglet extract, or a speculators / SpecForge dump")->required();
+  app.add_option("--data-format", o.source.format, "eaglet, speculators or specforge (default: detected)")
+      ->check(CLI::IsMember({"eaglet", "speculators", "specforge"}));
+  app.add_option("--dump-layers", o.source.layers,
+                 "Dumps: the aux layer ids they hold, in their framework's numbering, or `default`");
+  app.add_option("--dump-final", o.source.final_state, "Dumps: their final state (default: the framework's)")
+      ->check(CLI::IsMember({"pre-norm", "post-norm"}));
+  app.add_option("--dump-loss-mask", o.source.loss_mask, "Dumps without a loss mask (speculators): `all` trains every token")
+      ->check(CLI::IsMember({"all"}));
+  app.add_option("--draft-vocab", o.source.draft_vocab, "Dumps and --online: draft vocabulary size (default min(32000, vocab))")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  app.add_option("--dump-check-tolerance", o.source.check_tolerance,
+                 "Dumps: largest relative difference from the target's own states on the first row")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--out", o.out_dir, "Output folder: the kept drafter (SGLang layout) and train-state/")->required();
   app.add_option("--steps", o.steps, "Optimizer steps (0: --epochs passes)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--epochs", o.epochs, "Passes over the training sequences when --steps is 0")->check(CLI::Range(0.0, 1e6));
@@ -39,6 +52,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--resume", o.resume, "Continue from OUT/train-state/");
   app.add_option("--bf16", o.bf16, "Matmuls of the training forward in bf16 autocast (true) or fp32 (false)");
+  app.add_flag("--online", o.online, "--data is a JSONL file: no shards, the target's forward feeds each batch");
   eaglet::cli::add_threads_option(app, o.threads);
   try {
     app.parse(argc, argv);

@@ -19,7 +19,8 @@
 #include "model/block.h"
 #include "model/transformer.h"
 #include "train/served_eval.h"
-#include "train/shards.h"
+#include "train/online_data.h"
+#include "train/torch/dump_data.h"
 #include "train/torch/draft_net.h"
 #include "train/torch/ttt.h"
 #include "util/error.h"
@@ -77,7 +78,7 @@ class AutocastGuard {
 };
 
 // model.safetensors of the net (bf16) with the vocabulary maps, beside its config.json.
-void write_weights(const std::string& dir, const DraftNet& net, const ExtractedData& data) {
+void write_weights(const std::string& dir, const DraftNet& net, const TrainingData& data) {
   std::vector<std::vector<uint16_t>> bytes;
   std::vector<TensorToWrite> out;
   for (const auto& [name, t] : net.params()) {
@@ -120,7 +121,7 @@ struct HeldOut {
   std::vector<double> loss, acc;
 };
 
-HeldOut evaluate(const DraftNet& net, const ExtractedData& data, const Teacher& teacher, const std::vector<SequenceRef>& held, int steps,
+HeldOut evaluate(const DraftNet& net, const TrainingData& data, const Teacher& teacher, const std::vector<SequenceRef>& held, int steps,
                  double decay, int batch) {
   torch::NoGradGuard no_grad;
   HeldOut h{std::vector<double>(static_cast<size_t>(steps), 0.0), std::vector<double>(static_cast<size_t>(steps), 0.0)};
@@ -145,7 +146,7 @@ HeldOut evaluate(const DraftNet& net, const ExtractedData& data, const Teacher& 
 // One network: the exported weights, loaded by the serving loader and run by the serving forward, against the
 // libtorch net with the same (bf16) weights, on step 0 of a held-out sequence and one drafted step after it.
 // Returns max |difference| / (1 + max |logit|).
-double check_one_network(const DraftNet& net, const std::string& dir, Transformer& target, const ExtractedData& data,
+double check_one_network(const DraftNet& net, const std::string& dir, Transformer& target, const TrainingData& data,
                          const SequenceRef& seq) {
   torch::NoGradGuard no_grad;
   DraftNet rounded = net;
@@ -214,16 +215,20 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   if (o.ttt_steps < 1 || o.ttt_steps > 32) fail("train-draft: --ttt-steps must be in [1, 32], found ", o.ttt_steps);
   if (o.batch < 1 || o.max_length < 4) fail("train-draft: --batch must be >= 1 and --max-length >= 4");
   if (o.select_setting >= o.eval_settings.size()) fail("train-draft: no evaluation setting to select by");
-  const ExtractedData data = ExtractedData::open(o.data_dir);
   auto target = Transformer::load(o.target_dir);
   const ModelConfig& tc = target->config();
-  const json& s = data.settings();
-  const std::string manifest = (fs::path(o.data_dir) / "manifest.json").string();
-  if (data.hidden_size() != tc.hidden_size || data.vocab_size() != tc.vocab_size ||
-      json_int(s, manifest, "target_num_layers", -1) != tc.num_layers)
-    fail(manifest, ": extracted from another target (hidden ", data.hidden_size(), ", vocabulary ", data.vocab_size(),
-         ", ", json_int(s, manifest, "target_num_layers", -1), " layers) than ", tc.dir, " (", tc.hidden_size, ", ",
-         tc.vocab_size, ", ", tc.num_layers, "); extract again with -m ", tc.dir);
+  DataSourceOptions source = o.source;
+  source.dir = o.data_dir;
+  if (o.online && (!source.format.empty() || !source.layers.empty() || !source.final_state.empty() ||
+                   !source.loss_mask.empty()))
+    fail("train-draft: --online reads a JSONL file through the target; --data-format and --dump-* describe files");
+  OnlineOptions online;
+  online.data_file = o.data_dir;
+  online.draft_vocab = source.draft_vocab;
+  const std::unique_ptr<TrainingData> data_ptr =
+      o.online ? open_online_data(online, *target) : open_training_data(source, *target);
+  const TrainingData& data = *data_ptr;
+  const std::string manifest = data.dir();
   for (int a : data.aux_layers())
     if (a < 1 || a >= tc.num_layers)
       fail(manifest, ": aux layer ", a, " cannot be served (SGLang's ids name a layer's output: use ids in [1, ",
@@ -254,8 +259,9 @@ TrainSummary run_train_draft(const TrainOptions& o) {
 
   DraftNet net(config, static_cast<int64_t>(data.aux_layers().size()), view_f32(target->embed_tokens()));
   const torch::Tensor target_head = matrix_f32(target->lm_head());
-  const Teacher teacher(torch::tensor(target->final_norm(), torch::kFloat32), tc.rms_norm_eps, target_head, draft_ids);
-    init_draft_net(net, target_head, draft_ids, o.seed);
+  const Teacher teacher(torch::tensor(target->final_norm(), torch::kFloat32), tc.rms_norm_eps, target_head, draft_ids,
+                        data.final_normed());
+  init_draft_net(net, target_head, draft_ids, o.seed);
 
   torch::optim::AdamW optimizer(net.param_list(),
                                 torch::optim::AdamWOptions(o.lr).betas({0.9, 0.95}).weight_decay(o.weight_decay));

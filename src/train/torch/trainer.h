@@ -1,6 +1,7 @@
 #pragma once
-// `eaglet train-draft`: an EAGLE-3 drafter trained with libtorch on what `eaglet extract` wrote, for the target that
-// wrote it, chosen by the acceptance the serving loop measures.
+// `eaglet train-draft`: an EAGLE-3 drafter trained with libtorch on what `eaglet extract` wrote (or a speculators or
+// SpecForge hidden-state dump, train/torch/dump_data.h), for the target that wrote it, chosen by the acceptance the
+// serving loop measures.
 //
 // OUT/config.json, OUT/model.safetensors   the best drafter so far (SGLang layout, bf16), loadable by generate
 // OUT/eaglet_training.json                 its held-out acc_k and served accept len (doctor compares them)
@@ -10,11 +11,13 @@
 #include <vector>
 
 #include "speculative/draft_tree.h"
+#include "train/torch/dump_data.h"
 
 namespace eaglet {
 
 struct TrainOptions {
   std::string target_dir, data_dir, out_dir;
+  DataSourceOptions source;  // --data-format and the dump options (its dir is data_dir)
   int ttt_steps = 7;
   double decay = 0.8;
   int64_t steps = 0;  // optimizer steps; 0: `epochs` passes over the training sequences
@@ -32,6 +35,7 @@ struct TrainOptions {
   double check_tolerance = 0.02;    // one-network check: max |logit difference| / (1 + max |logit|)
   bool resume = false;
   bool bf16 = true;  // matmuls of the training forward under bf16 autocast (master weights, norms, loss in fp32)
+  bool online = false;  // data_dir is a JSONL file; the target's forward computes the states (train/online_data.h)
   int threads = 0;
 };
 

@@ -15,8 +15,9 @@ torch::Tensor shift_left(const torch::Tensor& x, int64_t s, double fill) {
 
 }  // namespace
 
-Teacher::Teacher(torch::Tensor norm, float eps, torch::Tensor lm_head, const std::vector<int32_t>& draft_ids)
-    : norm_(std::move(norm)), lm_head_(std::move(lm_head)), eps_(eps) {
+Teacher::Teacher(torch::Tensor norm, float eps, torch::Tensor lm_head, const std::vector<int32_t>& draft_ids,
+                 bool input_normed)
+    : norm_(std::move(norm)), lm_head_(std::move(lm_head)), eps_(eps), input_normed_(input_normed) {
   std::vector<int64_t> ids(draft_ids.begin(), draft_ids.end());
   draft_ids_ = torch::tensor(ids, torch::kInt64);
   to_draft_ = torch::full({lm_head_.size(0)}, -1, torch::kInt64);
@@ -25,13 +26,13 @@ Teacher::Teacher(torch::Tensor norm, float eps, torch::Tensor lm_head, const std
 
 std::pair<torch::Tensor, torch::Tensor> Teacher::operator()(const torch::Tensor& h) const {
   torch::NoGradGuard no_grad;
-  const torch::Tensor n = h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_) * norm_;
+  const torch::Tensor n = input_normed_ ? h : h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_) * norm_;
   const torch::Tensor logits = torch::matmul(n, lm_head_.t());  // [B, T, V]
   const torch::Tensor argmax = to_draft_.index_select(0, logits.argmax(-1).reshape({-1})).reshape(h.sizes().slice(0, 2));
   return {torch::softmax(logits.index_select(-1, draft_ids_), -1), argmax};
 }
 
-TttBatch make_ttt_batch(const ExtractedData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
+TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
                         int64_t pad_multiple) {
   int64_t T = 0;
   for (const SequenceRef& s : seqs) T = std::max(T, s.length);

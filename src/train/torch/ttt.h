@@ -11,22 +11,25 @@
 
 #include <vector>
 
-#include "train/shards.h"
+#include "train/training_data.h"
 #include "train/torch/draft_net.h"
 
 namespace eaglet {
 
-// The target's next-token distribution from its final pre-norm states: lm_head(norm(h)), over the draft vocabulary.
+// The target's next-token distribution from its final states over the draft vocabulary: lm_head(norm(h)) from
+// pre-norm states, lm_head(h) from states already normed (never normed twice).
 class Teacher {
  public:
   // norm [H], lm_head [V, H] (fp32), draft_ids [Vd] ascending target ids.
-  Teacher(torch::Tensor norm, float eps, torch::Tensor lm_head, const std::vector<int32_t>& draft_ids);
+  Teacher(torch::Tensor norm, float eps, torch::Tensor lm_head, const std::vector<int32_t>& draft_ids,
+          bool input_normed = false);
   // final [B, T, H] -> probs [B, T, Vd], argmax [B, T] (draft id of the target's argmax, -1 outside the vocabulary).
   std::pair<torch::Tensor, torch::Tensor> operator()(const torch::Tensor& final_hidden) const;
 
  private:
   torch::Tensor norm_, lm_head_, draft_ids_, to_draft_;
   float eps_;
+  bool input_normed_;
 };
 
 struct TttBatch {
@@ -45,7 +48,7 @@ struct TttResult {
 
 // The sequences of a batch, padded to the longest rounded up to `pad_multiple` (few distinct shapes: oneDNN's bf16
 // kernels are generated per shape), with the teacher computed from their final states.
-TttBatch make_ttt_batch(const ExtractedData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
+TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
                         int64_t pad_multiple = 1);
 
 TttResult ttt_loss(const DraftNet& net, const TttBatch& batch, int steps, double decay);

@@ -210,6 +210,42 @@ TEST_F(TrainDraftTest, KilledRunResumesIntoTheUninterruptedOne) {
   for (const auto& [step, loss] : resumed) EXPECT_NEAR(loss, expected.at(step), 1e-4) << "step " << step;
 }
 
+// --online: the target's forward feeds the batches through extraction's capture path, so the losses are the offline
+// run's on the same rows (states rounded to bf16 on both sides: equal up to float summation order, 1e-4), and a
+// killed online run resumes into the uninterrupted one.
+TEST_F(TrainDraftTest, OnlineRunEqualsOfflineAndResumes) {
+  const std::string flags = "--steps 4 --batch 3 --max-length 48 --ttt-steps 2 --save-every 2 --log-every 1 "
+                            "--eval-prompts 2 --eval-max-tokens 8 -t 1";
+  const std::string online = " --online --draft-vocab 384 --data " + root_ + "/rows.jsonl";
+  const std::string dir = test::temp_dir("train_online");
+  test::CommandResult r;
+  const std::map<int, double> offline = step_losses(train(dir + "/offline", flags, "", &r));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(offline.size(), 4u);
+  const auto run_online = [&](const std::string& out, const std::string& more, const std::string& env) {
+    r = test::run_command(env + " " + test::eaglet_bin() + " train-draft -m " + echo_target() + " --out " + out +
+                          online + " " + flags + more);
+    return r.err;
+  };
+  const std::string log = run_online(dir + "/online", "", "");
+  ASSERT_EQ(r.exit_code, 0) << log;
+  EXPECT_THAT(log, HasSubstr("train-draft: online from "));
+  const std::map<int, double> whole = step_losses(log);
+  ASSERT_EQ(whole.size(), 4u);
+  for (const auto& [step, loss] : whole) EXPECT_NEAR(loss, offline.at(step), 1e-4) << "step " << step;
+  run_online(dir + "/killed", "", "EAGLET_TRAIN_KILL_AT_STEP=3");
+  EXPECT_EQ(r.exit_code, 137);
+  const std::string resumed_log = run_online(dir + "/killed", " --resume", "");
+  ASSERT_EQ(r.exit_code, 0) << resumed_log;
+  EXPECT_THAT(resumed_log, HasSubstr("resumed at step 2 of 4"));
+  const std::map<int, double> resumed = step_losses(resumed_log);
+  ASSERT_EQ(resumed.size(), 2u);
+  for (const auto& [step, loss] : resumed) EXPECT_NEAR(loss, whole.at(step), 1e-4) << "step " << step;
+  run_online(dir + "/bad", " --data-format specforge", "");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--online reads a JSONL file"));
+}
+
 TEST_F(TrainDraftTest, RefusesWhatCannotBeTrained) {
   test::CommandResult r;
   const std::string dir = test::temp_dir("train_refuse");
