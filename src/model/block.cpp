@@ -4,6 +4,7 @@
 
 #include "kernels/ops.h"
 #include "util/buffer.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
@@ -112,7 +113,6 @@ void attention_input(const BlockSpec& b, const BlockWeights& w, float* x, int64_
 void gqa_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_t M, const BlockContext& ctx,
                    BlockScratch& s) {
   const int64_t D = b.head_dim, Hq = b.num_heads, Hkv = b.num_kv_heads, half = D / 2;
-  KVCache& cache = ctx.cache;
   matmul_group({{s.q.data(), w.q.w}, {s.k.data(), w.k.w}, {s.v.data(), w.v.w}}, s.xn.data(), M, thread_pool());
   add_bias(s.q.data(), M, w.q);
   add_bias(s.k.data(), M, w.k);
@@ -128,11 +128,19 @@ void gqa_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
     const float* sn = &ctx.rope.sin[static_cast<size_t>(m * half)];
     rope_rotate(qm, Hq, D, cs, sn);
     rope_rotate(km, Hkv, D, cs, sn);
-    cache.write(ctx.layer, cache.size() + m, km, &s.v[static_cast<size_t>(m * Hkv * D)]);
   }
   const AttentionHeads heads{Hq, Hkv, b.sliding_window, 0.0f};
-  attention(s.att.data(), s.q.data(), M, heads, cache.view(ctx.layer), ctx.positions, ctx.mask, s.attention,
-            thread_pool());
+  int64_t first = 0;  // the sequence's first row
+  for (const BlockSequence& seq : ctx.sequences) {
+    const int64_t rows = static_cast<int64_t>(seq.positions.size());
+    for (int64_t m = 0; m < rows; ++m)
+      seq.cache.write(ctx.layer, seq.cache.size() + m, &s.k[static_cast<size_t>((first + m) * Hkv * D)],
+                      &s.v[static_cast<size_t>((first + m) * Hkv * D)]);
+    attention(&s.att[static_cast<size_t>(first * Hq * D)], &s.q[static_cast<size_t>(first * Hq * D)], rows, heads,
+              seq.cache.view(ctx.layer), seq.positions, seq.mask, s.attention, thread_pool());
+    first += rows;
+  }
+  if (first != M) fail("run_block: the sequences hold ", first, " rows, the batch ", M);
   project(out, s.att.data(), M, w.o);
 }
 

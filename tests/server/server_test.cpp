@@ -373,7 +373,7 @@ TEST(ServerLoad, DisconnectedClientFreesItsSequenceAtOnce) {
 }
 
 TEST(ServerLoad, FullQueueAnswers503AndSigtermEndsStreamsCleanly) {
-  ServerProcess s("-m " + pycode() + " -c 2048 --max-queue 1");
+  ServerProcess s("-m " + pycode() + " -c 2048 --max-queue 1 --max-batch 1");
   auto running = std::async(std::launch::async, [&] {
     return post_json(s, "/v1/completions", long_request(1900).dump());
   });
