@@ -27,7 +27,7 @@ std::vector<int32_t> random_prompt(std::mt19937& rng, int length, int64_t vocab)
   return p;
 }
 
-struct Run {
+struct LaneRun {
   std::vector<int32_t> tokens;
   std::vector<TokenLogprob> logprobs;
   SpecStats stats;
@@ -39,7 +39,7 @@ struct Lane {
   std::optional<DraftParams> draft;
   std::unique_ptr<Eagle3Proposer> proposer;
   std::unique_ptr<BatchedSequence> decoder;
-  Run run;
+  LaneRun run;
 };
 
 void make_decoder(Lane& lane, Transformer& target, Eagle3Drafter& drafter, int n) {
@@ -64,7 +64,7 @@ void collect(Lane& lane, int n) {
 }
 
 // Each lane alone: its decoder stepped by itself with its full draft setting.
-Run alone(Lane& lane, Transformer& target, Eagle3Drafter& drafter, int n) {
+LaneRun alone(Lane& lane, Transformer& target, Eagle3Drafter& drafter, int n) {
   make_decoder(lane, target, drafter, n);
   std::vector<std::vector<int32_t>> out;
   BatchedSequence* one[] = {lane.decoder.get()};
@@ -104,6 +104,7 @@ int together(std::vector<Lane>& lanes, Transformer& target, Eagle3Drafter& draft
 
 struct PairCase {
   std::string target, drafter;
+  bool accepts = false;  // the drafter is built to match the target (a random one may accept nothing in 30 tokens)
 };
 
 class BatchedDecoding : public ::testing::TestWithParam<PairCase> {};
@@ -121,7 +122,7 @@ TEST_P(BatchedDecoding, EverySequenceEmitsWhatItEmitsAlone) {
     lanes[i].draft = settings[i];
   }
   const int n = 30;
-  std::vector<Run> want;
+  std::vector<LaneRun> want;
   for (Lane& lane : lanes) want.push_back(alone(lane, *target, *drafter, n));
   int64_t accepted = 0;
   for (int budget : {-1, 9, 3, 0}) {  // no cap; a cap that shrinks trees; fewer drafts than sequences; plain only
@@ -139,13 +140,19 @@ TEST_P(BatchedDecoding, EverySequenceEmitsWhatItEmitsAlone) {
       drafted += lanes[i].run.stats.drafted;
       accepted += lanes[i].run.stats.accepted;
     }
-    if (budget == 0) EXPECT_EQ(drafted, 0);
-    if (budget > 0) EXPECT_LE(drafted, static_cast<int64_t>(budget) * 30);
+    if (budget == 0) {
+      EXPECT_EQ(drafted, 0);
+    }
+    if (budget > 0) {
+      EXPECT_LE(drafted, static_cast<int64_t>(budget) * 30);
+    }
   }
-  EXPECT_GT(accepted, 0) << "no draft was accepted: equality would be trivial";
+  if (GetParam().accepts) {
+    EXPECT_GT(accepted, 0) << "no draft was accepted: equality would be trivial";
+  }
   // Lossless logprobs: a speculative sequence's values equal the plain loop's on the same prompt.
   Lane plain{lanes[0].prompt, std::nullopt, nullptr, nullptr, {}};
-  const Run p = alone(plain, *target, *drafter, n);
+  const LaneRun p = alone(plain, *target, *drafter, n);
   ASSERT_EQ(p.tokens, want[0].tokens);
   for (size_t t = 0; t < p.logprobs.size(); ++t) {
     EXPECT_NEAR(p.logprobs[t].logprob, want[0].logprobs[t].logprob, 1e-6f) << t;
@@ -154,7 +161,7 @@ TEST_P(BatchedDecoding, EverySequenceEmitsWhatItEmitsAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Pairs, BatchedDecoding,
-                         ::testing::Values(PairCase{"drafters/targets/nearecho_fp32", "exact_echo"},
+                         ::testing::Values(PairCase{"drafters/targets/nearecho_fp32", "exact_echo", true},
                                            PairCase{"tiny/llama_fp32", "eagle_official"}));
 
 TEST(BatchDraftPolicy, SharesTheBudgetEvenlyAndCapsEachSequence) {
