@@ -15,7 +15,12 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--port", o->port, "Port (0: any free port, printed at start)")->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on every route but /health");
   cmd->add_option("--served-model-name,--alias", o->served_model_name, "Model id in responses (default: the -m path)");
-  cmd->add_option("--max-queue", o->max_queue, "Requests that may wait beyond the running one; more get 503")
+  cmd->add_option("--max-batch", o->engine.max_batch, "Sequences decoded together, one target forward per step")
+      ->check(CLI::Range(1, 256));
+  cmd->add_option("--batch-draft-budget", o->engine.batch_draft_budget,
+                  "Draft tokens per step shared by the running speculative sequences (-1: no cap; 0: plain decoding)")
+      ->check(CLI::Range(-1, 65536));
+  cmd->add_option("--max-queue", o->max_queue, "Requests that may wait beyond the running ones; more get 503")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted")
       ->check(CLI::Range(1024, 1 << 30));

@@ -250,7 +250,8 @@ void Eagle3Drafter::forward(KVCache& cache, std::span<const int32_t> tokens, con
   }
   float *x = x_.data(), *xn = xn_.data();
   for (int64_t li = 0; li < c.num_layers; ++li) {
-    const BlockContext ctx{cache, li, positions, mask, rope_, li == 0 ? embeddings_.data() : nullptr};
+    const BlockSequence sequence{cache, positions, mask};
+    const BlockContext ctx{{&sequence, 1}, li, rope_, li == 0 ? embeddings_.data() : nullptr};
     run_block(specs_[static_cast<size_t>(li)], blocks_[static_cast<size_t>(li)], x, M, ctx, scratch_);
   }
   // h_out = x. The head reads norm(h_out); the next step reads h_out, or norm(h_out) with norm_output.

@@ -4,6 +4,7 @@
 
 #include "kernels/ops.h"
 #include "util/buffer.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
@@ -135,7 +136,6 @@ void gqa_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
   grow(s.att, M * b.q_dim());
   grow(s.k, M * b.kv_dim());
   grow(s.v, M * b.kv_dim());
-  KVCache& cache = ctx.cache;
   matmul_group({{s.q.data(), w.q.w}, {s.k.data(), w.k.w}, {s.v.data(), w.v.w}}, s.xn.data(), M, thread_pool());
   add_bias(s.q.data(), M, w.q);
   add_bias(s.k.data(), M, w.k);
@@ -151,11 +151,19 @@ void gqa_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
     const float* sn = &ctx.rope.sin[static_cast<size_t>(m * half)];
     rope_rotate(qm, Hq, D, cs, sn);
     rope_rotate(km, Hkv, D, cs, sn);
-    cache.write(ctx.layer, cache.size() + m, km, &s.v[static_cast<size_t>(m * Hkv * D)]);
   }
   const AttentionHeads heads{Hq, Hkv, b.sliding_window, 0.0f};
-  attention(s.att.data(), s.q.data(), M, heads, cache.view(ctx.layer), ctx.positions, ctx.mask, s.attention,
-            thread_pool());
+  int64_t first = 0;  // the sequence's first row
+  for (const BlockSequence& seq : ctx.sequences) {
+    const int64_t rows = static_cast<int64_t>(seq.positions.size());
+    for (int64_t m = 0; m < rows; ++m)
+      seq.cache.write(ctx.layer, seq.cache.size() + m, &s.k[static_cast<size_t>((first + m) * Hkv * D)],
+                      &s.v[static_cast<size_t>((first + m) * Hkv * D)]);
+    attention(&s.att[static_cast<size_t>(first * Hq * D)], &s.q[static_cast<size_t>(first * Hq * D)], rows, heads,
+              seq.cache.view(ctx.layer), seq.positions, seq.mask, s.attention, thread_pool());
+    first += rows;
+  }
+  if (first != M) fail("run_block: the sequences hold ", first, " rows, the batch ", M);
   project(out, s.att.data(), M, w.o);
 }
 

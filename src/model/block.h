@@ -130,18 +130,24 @@ struct BlockScratch {
   AttentionScratch attention;
 };
 
-// What a block sees besides its residual stream.
-struct BlockContext {
+// One sequence's rows of a batch: they attend over its own cache, with its positions and mask.
+struct BlockSequence {
   KVCache& cache;
-  int64_t layer = 0;                   // the block's layer in the cache
-  std::span<const int32_t> positions;  // [M]
+  std::span<const int32_t> positions;  // [rows of this sequence]
   AttentionMask mask;
-  const RopeAngles& rope;
-  const float* embeddings = nullptr;   // Eagle3Fused: the tokens' embeddings [M, hidden]
 };
 
-// x[M, hidden], the residual stream, goes through the block in place. The batch's keys and values are written to
-// the cache slots after its committed entries (the pending batch begun with cache.begin_batch).
+// What a block sees besides its residual stream.
+struct BlockContext {
+  std::span<const BlockSequence> sequences;  // the batch's rows, sequence after sequence (their sizes sum to M)
+  int64_t layer = 0;                         // the block's layer in the caches
+  const RopeAngles& rope;                    // [M]
+  const float* embeddings = nullptr;         // Eagle3Fused: the tokens' embeddings [M, hidden]
+};
+
+// x[M, hidden], the residual stream, goes through the block in place. Every row is computed as it would be in a
+// batch of its own sequence alone. Each sequence's keys and values are written to its cache's slots after its
+// committed entries (the pending batch begun with cache.begin_batch).
 void run_block(const BlockSpec& spec, const BlockWeights& w, float* x, int64_t M, const BlockContext& ctx,
                BlockScratch& s);
 

@@ -16,6 +16,7 @@
 #include "kernels/ops.h"
 #include "model/block.h"
 #include "util/buffer.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
@@ -127,7 +128,6 @@ void mla_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
     float* c = kv + t * key;
     rmsnorm(c, c, m.kv_a_norm.data(), R, a.norm_eps);
     rope_in_place(b, c + R, cs, sn);
-    ctx.cache.write(ctx.layer, ctx.cache.size() + t, c, nullptr);
     for (int64_t h = 0; h < heads; ++h) {
       float* qh = q + (t * heads + h) * qk;
       rope_in_place(b, qh + nope, cs, sn);
@@ -142,9 +142,17 @@ void mla_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
     matmul(s.head_out.data(), s.head_in.data(), M, uk_t, thread_pool());
     scatter_head(queries, heads * key, h * key, s.head_out.data(), R, M);
   }
+  // Each sequence's latent keys go to its own cache; its queries attend to that cache alone.
   const AttentionHeads attention_heads{heads, 1, 0, a.scale};
-  attention(s.latent.data(), queries, M, attention_heads, ctx.cache.view(ctx.layer), ctx.positions, ctx.mask,
-            s.attention, thread_pool());
+  int64_t first = 0;  // the sequence's first row
+  for (const BlockSequence& seq : ctx.sequences) {
+    const int64_t rows = static_cast<int64_t>(seq.positions.size());
+    for (int64_t t = 0; t < rows; ++t) seq.cache.write(ctx.layer, seq.cache.size() + t, kv + (first + t) * key, nullptr);
+    attention(s.latent.data() + first * heads * R, queries + first * heads * key, rows, attention_heads,
+              seq.cache.view(ctx.layer), seq.positions, seq.mask, s.attention, thread_pool());
+    first += rows;
+  }
+  if (first != M) fail("mla_attention: the sequences hold ", first, " rows, the batch ", M);
   // o[h] = W_UV[h] o_lat[h]: W_UV[h] is a block of kv_b_proj's rows, viewed in place.
   const auto* kv_b = static_cast<const std::byte*>(m.kv_b.data);
   for (int64_t h = 0; h < heads; ++h) {

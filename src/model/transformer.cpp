@@ -90,39 +90,73 @@ void Transformer::capture(int64_t layer_index) {
 }
 
 void Transformer::forward(KVCache& cache, const ForwardBatch& batch) {
+  const SequenceBatch one{&cache, batch};
+  forward({&one, 1});
+}
+
+void Transformer::forward(std::span<const SequenceBatch> sequences) {
   const ModelConfig& c = config_;
-  const int64_t M = static_cast<int64_t>(batch.tokens.size());
-  if (M == 0) fail("forward: empty batch");
-  if (!batch.positions.empty() && static_cast<int64_t>(batch.positions.size()) != M)
-    fail("forward: ", batch.positions.size(), " positions for ", M, " tokens");
-  if (!batch.mask.empty() && static_cast<int64_t>(batch.mask.size()) != M * M)
-    fail("forward: mask of ", batch.mask.size(), " entries for ", M, " tokens (expected M*M)");
+  if (sequences.empty()) fail("forward: no sequence");
+  int64_t M = 0, logits_rows = 0;
+  first_rows_.clear();
+  first_logits_rows_.clear();
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    const ForwardBatch& b = sequences[s].batch;
+    const int64_t m = static_cast<int64_t>(b.tokens.size());
+    if (m == 0) fail("forward: empty batch");
+    if (sequences[s].cache == nullptr) fail("forward: sequence ", s, " has no cache");
+    for (size_t t = 0; t < s; ++t)
+      if (sequences[t].cache == sequences[s].cache) fail("forward: sequences ", t, " and ", s, " share one cache");
+    if (!b.positions.empty() && static_cast<int64_t>(b.positions.size()) != m)
+      fail("forward: ", b.positions.size(), " positions for ", m, " tokens");
+    if (!b.mask.empty() && static_cast<int64_t>(b.mask.size()) != m * m)
+      fail("forward: mask of ", b.mask.size(), " entries for ", m, " tokens (expected M*M)");
+    first_rows_.push_back(M);
+    first_logits_rows_.push_back(logits_rows);
+    M += m;
+    logits_rows += b.all_logits ? m : 1;
+  }
   const int64_t H = c.hidden_size;
   batch_ = M;
   grow(x_, M * H);
   grow(xn_, M * H);
   grow(aux_, M * aux_width());
   grow(positions_, M);
-  for (int64_t m = 0; m < M; ++m)
-    positions_[static_cast<size_t>(m)] =
-        batch.positions.empty() ? static_cast<int32_t>(cache.size() + m) : batch.positions[static_cast<size_t>(m)];
+  std::vector<BlockSequence> views;
+  views.reserve(sequences.size());
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    const ForwardBatch& b = sequences[s].batch;
+    KVCache& cache = *sequences[s].cache;
+    const int64_t first = first_rows_[s], m = static_cast<int64_t>(b.tokens.size());
+    for (int64_t i = 0; i < m; ++i)
+      positions_[static_cast<size_t>(first + i)] =
+          b.positions.empty() ? static_cast<int32_t>(cache.size() + i) : b.positions[static_cast<size_t>(i)];
+    const std::span<const int32_t> positions(positions_.data() + first, static_cast<size_t>(m));
+    cache.begin_batch(positions);
+    views.push_back({cache, positions, {b.mask, 0}});
+  }
   const std::span<const int32_t> positions(positions_.data(), static_cast<size_t>(M));
-  cache.begin_batch(positions);
   rope_.compute(positions, inv_freq_, c.rope.attention_factor);
   float *x = x_.data(), *xn = xn_.data();
-  for (int64_t m = 0; m < M; ++m) embed(batch.tokens[static_cast<size_t>(m)], x + m * H);
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    const auto& tokens = sequences[s].batch.tokens;
+    for (size_t i = 0; i < tokens.size(); ++i) embed(tokens[i], x + (first_rows_[s] + static_cast<int64_t>(i)) * H);
+  }
 
   for (int64_t li = 0; li < c.num_layers; ++li) {
     capture(li);
-    const BlockContext ctx{cache, li, positions, {batch.mask, 0}, rope_};
+    const BlockContext ctx{views, li, rope_};
     run_block(c.blocks[static_cast<size_t>(li)], blocks_[static_cast<size_t>(li)], x, M, ctx, scratch_);
   }
   capture(c.num_layers);
 
-  logits_rows_ = batch.all_logits ? M : 1;
-  const int64_t first = M - logits_rows_;
-  for (int64_t r = 0; r < logits_rows_; ++r)
-    rmsnorm(xn + r * H, x + (first + r) * H, final_norm_.data(), H, c.rms_norm_eps);
+  logits_rows_ = logits_rows;
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    const int64_t m = static_cast<int64_t>(sequences[s].batch.tokens.size());
+    const int64_t rows = sequences[s].batch.all_logits ? m : 1, from = first_rows_[s] + m - rows;
+    for (int64_t r = 0; r < rows; ++r)
+      rmsnorm(xn + (first_logits_rows_[s] + r) * H, x + (from + r) * H, final_norm_.data(), H, c.rms_norm_eps);
+  }
   grow(logits_, logits_rows_ * c.vocab_size);
   matmul(logits_.data(), xn, logits_rows_, lm_head_, thread_pool());
 }

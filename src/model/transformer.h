@@ -27,6 +27,13 @@ struct ForwardBatch {
   bool all_logits = false;  // logits for every row (verification, perplexity) or only the last row
 };
 
+// One sequence's rows in a forward over several sequences (batching across requests): its own cache, positions,
+// mask and logits choice, as if it ran alone.
+struct SequenceBatch {
+  KVCache* cache = nullptr;
+  ForwardBatch batch;
+};
+
 // The aux layers EAGLE-3 reads when a drafter names none: [2, L/2, L-3] of L layers, as every implementation does.
 std::vector<int> default_aux_layers(int64_t num_layers);
 
@@ -49,8 +56,15 @@ class Transformer {
 
   // Runs the batch. Its K/V are written to the cache as pending entries; commit or discard them after.
   void forward(KVCache& cache, const ForwardBatch& batch);
+  // Runs several sequences in one forward: their rows share every matmul, each attends over its own cache and
+  // rows only, and each row's results are bit-identical to those of its sequence's batch run alone. The caches must
+  // be distinct; each gets its batch as pending entries.
+  void forward(std::span<const SequenceBatch> sequences);
 
-  // Results of the last forward.
+  // Results of the last forward. Rows are the sequences' rows in order; sequence s's logits rows start at
+  // first_logits_row(s) (all its rows, or its last only), its aux rows at first_row(s).
+  int64_t first_row(size_t sequence) const { return first_rows_[sequence]; }
+  int64_t first_logits_row(size_t sequence) const { return first_logits_rows_[sequence]; }
   int64_t logits_rows() const { return logits_rows_; }
   std::span<const float> logits() const { return {logits_.data(), static_cast<size_t>(logits_rows_ * config_.vocab_size)}; }
   const float* logits_row(int64_t r) const { return logits_.data() + r * config_.vocab_size; }
@@ -82,6 +96,7 @@ class Transformer {
   int64_t batch_ = 0, logits_rows_ = 0;
   std::vector<float> x_, xn_, logits_, aux_;
   std::vector<int32_t> positions_;
+  std::vector<int64_t> first_rows_, first_logits_rows_;
   BlockScratch scratch_;
   RopeAngles rope_;
 };

@@ -6,7 +6,8 @@
 #include "server/api_error.h"
 #include "server/stop_strings.h"
 #include "server/token_origin.h"
-#include "speculative/loop.h"
+#include "speculative/batched.h"
+#include "tokenizer/unicode_utf8.h"
 #include "util/error.h"
 
 namespace eaglet::server {
@@ -58,64 +59,143 @@ std::vector<int32_t> Engine::prompt_tokens(const GenerationRequest& r) const {
   return tokenizer_.encode(r.prompt_text, tokenizer_.adds_bos());
 }
 
-JobResult Engine::run(Job& job, Metrics& metrics) {
-  const GenerationRequest& req = job.request;
-  GenerationLimits limits{job.max_tokens, 0, {}, options_.prefill_batch};
+std::unique_ptr<Sequence> Engine::start(std::shared_ptr<Job> job_ptr, Metrics& metrics) {
+  const GenerationRequest& req = job_ptr->request;
+  GenerationLimits limits{job_ptr->max_tokens, 0, {}, options_.prefill_batch};
   if (!req.ignore_eos) limits.stop_ids = model_->config().eos_token_ids;
   limits.stop_ids.insert(limits.stop_ids.end(), req.stop_token_ids.begin(), req.stop_token_ids.end());
   const bool spec = speculative() && req.speculative;
-  StreamingDetokenizer detok(tokenizer_);
-  StopStrings stops(req.stop);
-  TokenOrigins origins(job, req.token_origin);
-  int64_t emitted = 0;
-  Clock::time_point last = job.arrival;
+  auto s = std::make_unique<Sequence>(std::move(job_ptr), tokenizer_, std::move(limits), spec);
+  Job& job = *s->job;
+  s->last = job.arrival;
+  Sequence* self = s.get();
   // Called per token; a cancelled job (client gone, shutdown) stops at the next token, that is within one step.
-  const TokenSink sink = [&](int32_t token) {
-    if (job.cancelled()) return false;
+  s->sink = [this, self, &metrics](int32_t token) {
+    Sequence& q = *self;
+    if (q.job->cancelled()) return false;
     const Clock::time_point now = Clock::now();
-    if (emitted++ == 0)
-      metrics.first_token(seconds_between(job.arrival, now));
+    if (q.tokens.size() == 1)
+      metrics.first_token(seconds_between(q.job->arrival, now));
     else
-      metrics.inter_token(seconds_between(last, now));
-    last = now;
-    const std::string text = detok.push(token);
-    origins.token(text, /*in_round=*/spec && emitted > 1);
-    job.emit(stops.push(text));
-    return !stops.matched();
-  };
-  int64_t accepted_before = 0;
-  const VerifyObserver observe = [&](const SpecStats& s) {
-    metrics.verify(s.accepted - accepted_before + 1);
-    origins.round(s.accepted - accepted_before);
-    accepted_before = s.accepted;
-    if (options_.spec.log_every > 0 && s.verifies % options_.spec.log_every == 0)
-      std::fprintf(stderr, "[request %llu, verify %lld] %s; %s\n", static_cast<unsigned long long>(job.id),
-                   static_cast<long long>(s.verifies), s.log_line().c_str(), s.time_line().c_str());
-    if (!warned_zero_acceptance_ && s.zero_acceptance()) {
-      warned_zero_acceptance_ = true;
-      std::fprintf(stderr, "WARNING: zero acceptance: %s after %lld verifies; the drafter's guesses never match this "
-                   "target (check the aux layer convention and that the drafter was trained for this target)\n",
-                   s.log_line().c_str(), static_cast<long long>(s.verifies));
+      metrics.inter_token(seconds_between(q.last, now));
+    q.last = now;
+    if (q.logprob != nullptr) {
+      TokenLogprobText l = logprob_text(*q.logprob);
+      l.text_offset = q.logprob_text_offset;
+      q.logprob_text_offset += static_cast<int64_t>(l.token.size());
+      q.job->emit_logprob(std::move(l));
     }
+    const std::string text = q.detok.push(token);
+    q.origins.token(text, /*in_round=*/q.speculative && q.tokens.size() > 1);
+    q.job->emit(q.stops.push(text));
+    return !q.stops.matched();
   };
+  try {
+    const int64_t context = generation_context(job.prompt, s->limits);
+    if (spec) {
+      s->proposer = std::make_unique<Eagle3Proposer>(*drafter_);
+      auto decoder = std::make_unique<SpeculativeDecoder>(
+          *model_, *s->proposer,
+          SpecConfig{draft_, options_.spec.sampling_scheme(), req.sampling, context, options_.prefill_batch});
+      s->spec = decoder.get();
+      s->decoder = std::move(decoder);
+    } else {
+      s->decoder = std::make_unique<PlainSequence>(*model_, req.sampling, context, options_.prefill_batch);
+    }
+    if (req.logprobs >= 0) s->decoder->want_logprobs(req.logprobs);
+    const int32_t first = s->decoder->prefill(job.prompt);
+    push_tokens(*s, {&first, 1});
+  } catch (const std::exception& e) {
+    s->error = e.what();
+    s->done = true;
+  }
+  return s;
+}
+
+TokenLogprobText Engine::logprob_text(const TokenLogprob& l) const {
+  TokenLogprobText out{unicode::to_valid_utf8(tokenizer_.decode({&l.token, 1})), l.logprob, {}, 0};
+  for (const auto& [id, lp] : l.top) out.top.emplace_back(unicode::to_valid_utf8(tokenizer_.decode({&id, 1})), lp);
+  return out;
+}
+
+void Engine::push_tokens(Sequence& s, std::span<const int32_t> tokens) {
+  const std::vector<TokenLogprob> logprobs = s.decoder->take_logprobs();  // one per token when asked for
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    s.logprob = i < logprobs.size() ? &logprobs[i] : nullptr;
+    const bool go = s.collector.push(tokens[i]);
+    s.logprob = nullptr;
+    if (!go) {
+      s.done = true;
+      break;
+    }
+  }
+  if (!s.done && s.decoder->root_position() >= s.decoder->context()) s.done = true;  // the context is full
+}
+
+void Engine::observe_round(Sequence& s, Metrics& metrics) {
+  const SpecStats& st = s.spec->stats();
+  if (st.verifies == s.verifies_before) {  // a step the policy left without drafts: its token is the target's
+    s.origins.round(0);
+    return;
+  }
+  s.verifies_before = st.verifies;
+  metrics.verify(st.accepted - s.accepted_before + 1);
+  s.origins.round(st.accepted - s.accepted_before);
+  s.accepted_before = st.accepted;
+  if (options_.spec.log_every > 0 && st.verifies % options_.spec.log_every == 0)
+    std::fprintf(stderr, "[request %llu, verify %lld] %s; %s\n", static_cast<unsigned long long>(s.job->id),
+                 static_cast<long long>(st.verifies), st.log_line().c_str(), st.time_line().c_str());
+  if (!warned_zero_acceptance_ && st.zero_acceptance()) {
+    warned_zero_acceptance_ = true;
+    std::fprintf(stderr, "WARNING: zero acceptance: %s after %lld verifies; the drafter's guesses never match this "
+                 "target (check the aux layer convention and that the drafter was trained for this target)\n",
+                 st.log_line().c_str(), static_cast<long long>(st.verifies));
+  }
+}
+
+void Engine::step(std::span<Sequence* const> running, Metrics& metrics) {
+  std::vector<BatchedSequence*> decoders;
+  std::vector<int> max_draft;
+  for (Sequence* s : running) {
+    decoders.push_back(s->decoder.get());
+    max_draft.push_back(s->decoder->max_draft_tokens());
+  }
+  const std::vector<int> draft = share_draft_budget(max_draft, options_.batch_draft_budget);
+  std::vector<std::vector<int32_t>> out;
+  int64_t rows = 0;
+  try {
+    rows = step_together(*model_, decoders, draft, out);
+  } catch (const std::exception& e) {  // a failed forward fails every sequence in it
+    for (Sequence* s : running) {
+      s->error = e.what();
+      s->done = true;
+    }
+    return;
+  }
+  metrics.batch_step(static_cast<int64_t>(running.size()), rows);
+  for (size_t i = 0; i < running.size(); ++i) {
+    Sequence& s = *running[i];
+    push_tokens(s, out[i]);
+    if (s.spec != nullptr) observe_round(s, metrics);
+  }
+}
+
+JobResult Engine::finish(Sequence& s, Metrics& metrics) {
+  Job& job = *s.job;
   JobResult out;
   out.prompt_tokens = static_cast<int64_t>(job.prompt.size());
-  out.speculative = spec;
-  try {
-    const SpeculativeResult r =
-        spec ? generate_speculative(*model_, *proposer_, job.prompt,
-                                    {draft_, options_.spec.sampling_scheme(), req.sampling}, limits, sink, observe)
-             : SpeculativeResult{generate_plain(*model_, job.prompt, req.sampling, limits, sink)};
-    const std::string rest = detok.flush();
-    origins.finish(rest);
-    if (!job.cancelled() && !stops.matched()) job.emit(stops.push(rest) + stops.finish());
-    out.completion_tokens = static_cast<int64_t>(r.tokens.size());
-    out.finish_reason = finish_reason(job, stops.matched(), r.tokens.size());
-    out.stats = r.stats;
-  } catch (const std::exception& e) {
-    out.error = e.what();
+  out.speculative = s.speculative;
+  out.error = s.error;
+  if (!out.error.empty()) {
     out.finish_reason = "abort";
+  } else {
+    const std::string rest = s.detok.flush();
+    s.origins.finish(rest);
+    if (!job.cancelled() && !s.stops.matched()) job.emit(s.stops.push(rest) + s.stops.finish());
+    out.completion_tokens = static_cast<int64_t>(s.tokens.size());
+    out.finish_reason = finish_reason(job, s.stops.matched(), s.tokens.size());
   }
+  if (s.spec != nullptr) out.stats = s.spec->stats();
   const double e2e = seconds_between(job.arrival, Clock::now());
   metrics.request_finished(out.finish_reason, out.prompt_tokens, out.completion_tokens, e2e);
   if (out.speculative) metrics.spec_request(out.stats);

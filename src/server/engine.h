@@ -1,8 +1,10 @@
 #pragma once
 // The models and the decoding of one job with the existing loops (generate/ for the target alone, speculative/ for
-// EAGLE-3). Only the scheduler thread calls run(); tokenization is const and may run on any thread.
+// EAGLE-3), batched across requests. Only the scheduler thread calls start/step/finish; tokenization is const and may
+// run on any thread.
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "model/transformer.h"
 #include "server/job.h"
 #include "server/metrics.h"
+#include "server/sequence.h"
 #include "speculative/options.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -23,6 +26,8 @@ struct EngineOptions {
   int64_t context = 0;  // 0: the model's max_position_embeddings
   int prefill_batch = 256;
   bool allow_unused_tensors = false;
+  int max_batch = 8;           // sequences decoded together (one target forward per step)
+  int batch_draft_budget = 16;  // draft tokens per step shared by the speculative sequences (< 0: no cap)
 };
 
 class Engine {
@@ -32,8 +37,13 @@ class Engine {
   // The prompt's token ids: text encoded as `eaglet generate` does, chat rendered as `eaglet generate --chat`.
   std::vector<int32_t> prompt_tokens(const GenerationRequest& request) const;
   std::vector<int32_t> chat_tokens(const std::vector<ChatMessage>& messages) const;
-  // Decodes the job, streaming its text through job.emit; the caller finishes the job with the result.
-  JobResult run(Job& job, Metrics& metrics);
+  // Batched decoding (speculative/batched.h). start prefills a job alone and emits its first token; step advances
+  // every running sequence in one target forward, with the draft tokens the batch-draft policy gives each; finish
+  // flushes a sequence that is done() and records its metrics; the caller then finishes the job with the result.
+  std::unique_ptr<Sequence> start(std::shared_ptr<Job> job, Metrics& metrics);
+  void step(std::span<Sequence* const> running, Metrics& metrics);
+  JobResult finish(Sequence& sequence, Metrics& metrics);
+  int max_batch() const { return options_.max_batch; }
 
   const Tokenizer& tokenizer() const { return tokenizer_; }
   int64_t context() const { return context_; }
@@ -51,6 +61,10 @@ class Engine {
   std::string no_chat_reason_;  // why chat requests are refused (no template)
   int64_t context_ = 0;
   bool warned_zero_acceptance_ = false;
+
+  void observe_round(Sequence& s, Metrics& metrics);
+  void push_tokens(Sequence& s, std::span<const int32_t> tokens);
+  TokenLogprobText logprob_text(const TokenLogprob& logprob) const;
 };
 
 }  // namespace eaglet::server

@@ -20,6 +20,14 @@ void Job::emit_pieces(std::vector<TokenPiece> pieces) {
   changed_.notify_all();
 }
 
+void Job::emit_logprob(TokenLogprobText logprob) {
+  {
+    std::lock_guard lock(mutex_);
+    pending_logprobs_.push_back(std::move(logprob));
+  }
+  changed_.notify_all();
+}
+
 void Job::finish(JobResult result) {
   {
     std::lock_guard lock(mutex_);
@@ -31,7 +39,9 @@ void Job::finish(JobResult result) {
 
 Job::Update Job::wait(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  changed_.wait_for(lock, timeout, [&] { return finished_ || !pending_.empty() || !pending_pieces_.empty(); });
+  changed_.wait_for(lock, timeout, [&] {
+    return finished_ || !pending_.empty() || !pending_pieces_.empty() || !pending_logprobs_.empty();
+  });
   return take();
 }
 
@@ -42,9 +52,10 @@ Job::Update Job::wait_finished() {
 }
 
 Job::Update Job::take() {
-  Update u{std::move(pending_), std::move(pending_pieces_), finished_};
+  Update u{std::move(pending_), std::move(pending_pieces_), std::move(pending_logprobs_), finished_};
   pending_.clear();
   pending_pieces_.clear();
+  pending_logprobs_.clear();
   return u;
 }
 

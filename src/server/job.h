@@ -30,6 +30,14 @@ struct TokenPiece {
   bool draft = false;
 };
 
+// A generated token's log-probability under the target and its most likely alternatives, as text ("logprobs").
+struct TokenLogprobText {
+  std::string token;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;
+  int64_t text_offset = 0;  // of the token's string in the concatenated token strings (completions' text_offset)
+};
+
 class Job {
  public:
   Job(uint64_t id, GenerationRequest request, std::vector<int32_t> prompt, int max_tokens)
@@ -46,11 +54,13 @@ class Job {
 
   void emit(const std::string& text);
   void emit_pieces(std::vector<TokenPiece> pieces);  // with "return_token_origin"; beside the text
+  void emit_logprob(TokenLogprobText logprob);       // with "logprobs"; before the token's text
   void finish(JobResult result);
 
   struct Update {
     std::string text;  // new text since the last wait
     std::vector<TokenPiece> pieces;
+    std::vector<TokenLogprobText> logprobs;
     bool finished = false;
   };
   // Waits up to `timeout` for new text or the end; takes the new text.
@@ -66,6 +76,7 @@ class Job {
   std::condition_variable changed_;
   std::string pending_;
   std::vector<TokenPiece> pending_pieces_;
+  std::vector<TokenLogprobText> pending_logprobs_;
   bool finished_ = false;
   JobResult result_;
 };

@@ -57,7 +57,9 @@ Metrics::Metrics()
       e2e_({0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
             960.0, 1920.0, 7680.0}),
       queue_(e2e_),
-      accept_length_({1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32}) {}
+      accept_length_({1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32}),
+      step_sequences_({1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64}),
+      step_rows_({1, 2, 4, 8, 16, 32, 64, 128, 256, 512}) {}
 
 void Metrics::http_response(int status) {
   std::lock_guard lock(mutex_);
@@ -97,6 +99,13 @@ void Metrics::spec_request(const SpecStats& s) {
   }
 }
 
+void Metrics::batch_step(int64_t sequences, int64_t rows) {
+  std::lock_guard lock(mutex_);
+  step_sequences_.observe(static_cast<double>(sequences));
+  step_rows_.observe(static_cast<double>(rows));
+  if (sequences > 1) ++batched_steps_;
+}
+
 void Metrics::set_load(int64_t waiting, int64_t running) {
   std::lock_guard lock(mutex_);
   waiting_ = waiting;
@@ -120,6 +129,10 @@ std::string Metrics::render() const {
          static_cast<double>(generation_tokens_));
   scalar(out, "eaglet:num_requests_waiting", "gauge", "Requests in the queue", static_cast<double>(waiting_));
   scalar(out, "eaglet:num_requests_running", "gauge", "Sequences being decoded", static_cast<double>(running_));
+  step_sequences_.render(out, "eaglet:batch_step_sequences", "Sequences advanced by each decode step's target forward");
+  step_rows_.render(out, "eaglet:batch_step_rows", "Rows (tokens and draft nodes) of each decode step's target forward");
+  scalar(out, "eaglet:batch_steps_shared_total", "counter", "Decode steps whose target forward served more than one "
+         "sequence", static_cast<double>(batched_steps_));
   ttft_.render(out, "eaglet:time_to_first_token_seconds", "Time from arrival to the first generated token");
   itl_.render(out, "eaglet:inter_token_latency_seconds", "Time between successive generated tokens");
   e2e_.render(out, "eaglet:e2e_request_latency_seconds", "Time from arrival to the last token");

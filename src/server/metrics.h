@@ -35,6 +35,7 @@ class Metrics {
   void verify(int64_t tokens_emitted);      // one speculative round: accepted drafts + 1
   void spec_request(const SpecStats& s);    // a finished speculative request's totals
   void set_load(int64_t waiting, int64_t running);
+  void batch_step(int64_t sequences, int64_t rows);  // one target forward of the running sequences
   std::string render() const;
 
  private:
@@ -44,7 +45,8 @@ class Metrics {
   std::map<int, uint64_t> http_by_status_;
   std::map<std::string, uint64_t> finished_by_reason_;
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0;
-  Histogram ttft_, itl_, e2e_, queue_, accept_length_;
+  Histogram ttft_, itl_, e2e_, queue_, accept_length_, step_sequences_, step_rows_;
+  uint64_t batched_steps_ = 0;  // steps with more than one sequence
   int64_t waiting_ = 0, running_ = 0;
   uint64_t drafts_ = 0, draft_tokens_ = 0, accepted_tokens_ = 0;
   std::vector<uint64_t> accepted_per_pos_, reached_per_pos_;

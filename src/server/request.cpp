@@ -58,8 +58,33 @@ std::vector<std::string> stop_strings(const json& v) {
   return out;
 }
 
+// OpenAI's logprobs fields: completions "logprobs": k; chat "logprobs": true with "top_logprobs": k. -1: none.
+int logprobs_field(const json& j, Endpoint endpoint) {
+  auto count = [&](const char* key) {
+    const auto k = opt_int(j, key);
+    if (k && (*k < 0 || *k > kMaxLogprobs))
+      bad_request(key, std::string("'") + key + "' must be in [0, " + std::to_string(kMaxLogprobs) + "], found " +
+                           std::to_string(*k));
+    return k;
+  };
+  if (endpoint == Endpoint::Completions) {
+    const json* v = field(j, "logprobs");
+    if (v && v->is_boolean()) wrong_type("logprobs", "an integer (the alternatives per token, completions)", *v);
+    if (field(j, "top_logprobs")) bad_request("top_logprobs", "'top_logprobs' belongs to chat completions; "
+                                              "completions take \"logprobs\": k");
+    const auto k = count("logprobs");
+    return k ? static_cast<int>(*k) : -1;
+  }
+  const json* v = field(j, "logprobs");
+  if (v && !v->is_boolean()) wrong_type("logprobs", "a boolean (chat; the count goes in 'top_logprobs')", *v);
+  const bool on = v && v->get<bool>();
+  const auto k = count("top_logprobs");
+  if (k && !on) bad_request("top_logprobs", "'top_logprobs' needs \"logprobs\": true");
+  return on ? static_cast<int>(k.value_or(0)) : -1;
+}
+
 void reject_unsupported(const json& j) {
-  for (const char* key : {"echo", "suffix", "logprobs", "top_logprobs", "tools", "tool_choice"}) {
+  for (const char* key : {"echo", "suffix", "tools", "tool_choice"}) {
     const json* v = field(j, key);
     if (v && !(v->is_boolean() && !v->get<bool>()))
       throw ApiError(400, "invalid_request_error", std::string("'") + key + "' is not supported by eaglet serve", key);
@@ -214,6 +239,7 @@ GenerationRequest parse_generation_request(const std::string& body, Endpoint end
   r.ignore_eos = opt_bool(j, "ignore_eos").value_or(false);
   r.speculative = opt_bool(j, "speculative").value_or(true);
   r.token_origin = opt_bool(j, "return_token_origin").value_or(false);
+  r.logprobs = logprobs_field(j, endpoint);
   r.stream = opt_bool(j, "stream").value_or(false);
   if (const json* so = field(j, "stream_options")) {
     if (!r.stream) bad_request("stream_options", "'stream_options' is only allowed with \"stream\": true");

@@ -14,6 +14,8 @@ namespace eaglet::server {
 
 enum class Endpoint { Completions, Chat };
 
+constexpr int kMaxLogprobs = 20;  // alternatives per token ("logprobs" / "top_logprobs"), vLLM's default limit
+
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::Completions;
   std::string prompt_text;              // completions: a text prompt
@@ -27,6 +29,7 @@ struct GenerationRequest {
   bool speculative = true;              // eaglet's field: false runs the target alone although a drafter is loaded
   bool token_origin = false;            // eaglet's field: streamed chunks mark each token as draft or target
   bool ignore_eos = false;              // vLLM's field: generate past the model's end-of-sequence ids
+  int logprobs = -1;                    // log-probabilities of each token with this many alternatives; -1: none
   bool stream = false, include_usage = false;
   std::string model;                    // echoed back; not used for routing
 };

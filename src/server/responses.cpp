@@ -46,9 +46,40 @@ json speculative_json(const JobResult& r) {
           {"reached_per_position", s.depth_reached}};
 }
 
-json completion_json(const Job& job, const ResponseIds& ids, const std::string& text, const JobResult& r) {
+json logprobs_json(const Job& job, const std::vector<TokenLogprobText>& logprobs) {
+  if (job.request.logprobs < 0) return nullptr;
+  if (is_chat(job)) {
+    auto bytes = [](const std::string& s) {
+      json b = json::array();
+      for (unsigned char c : s) b.push_back(static_cast<int>(c));
+      return b;
+    };
+    json content = json::array();
+    for (const auto& l : logprobs) {
+      json top = json::array();
+      for (const auto& [token, lp] : l.top) top.push_back({{"token", token}, {"logprob", lp}, {"bytes", bytes(token)}});
+      content.push_back({{"token", l.token}, {"logprob", l.logprob}, {"bytes", bytes(l.token)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
+  for (const auto& l : logprobs) {
+    tokens.push_back(l.token);
+    token_logprobs.push_back(l.logprob);
+    json top = json::object();
+    for (const auto& [token, lp] : l.top)
+      if (!top.contains(token)) top[token] = lp;  // two ids may decode to one string: the likelier is kept
+    top_logprobs.push_back(top);
+    offsets.push_back(l.text_offset);
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
+          {"text_offset", offsets}};
+}
+
+json completion_json(const Job& job, const ResponseIds& ids, const std::string& text, const JobResult& r,
+                     const std::vector<TokenLogprobText>& logprobs) {
   json j = envelope(job, ids, false);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", r.finish_reason}};
+  json choice = {{"index", 0}, {"logprobs", logprobs_json(job, logprobs)}, {"finish_reason", r.finish_reason}};
   if (is_chat(job))
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
@@ -60,9 +91,11 @@ json completion_json(const Job& job, const ResponseIds& ids, const std::string& 
 }
 
 json chunk_json(const Job& job, const ResponseIds& ids, const std::string& text, const JobResult* finished,
-                const std::vector<TokenPiece>& pieces) {
+                const std::vector<TokenPiece>& pieces, const std::vector<TokenLogprobText>& logprobs) {
   json j = envelope(job, ids, true);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", reason(finished)}};
+  json choice = {{"index", 0},
+                 {"logprobs", finished ? json(nullptr) : logprobs_json(job, logprobs)},
+                 {"finish_reason", reason(finished)}};
   if (is_chat(job))
     choice["delta"] = finished ? json::object() : json{{"role", "assistant"}, {"content", text}};
   else

@@ -81,7 +81,7 @@ void generation(RouteContext& c, const Request& req, Response& res, Endpoint end
   const Job::Update all = job->wait_finished();
   const JobResult result = job->result();
   if (!result.error.empty()) throw ApiError(500, "server_error", "generation failed: " + result.error);
-  send_json(res, completion_json(*job, ids, all.text, result));
+  send_json(res, completion_json(*job, ids, all.text, result, all.logprobs));
 }
 
 void tokenize(RouteContext& c, const Request& req, Response& res) {

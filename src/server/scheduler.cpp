@@ -35,34 +35,64 @@ void Scheduler::publish_load() {
   metrics_.set_load(static_cast<int64_t>(queue_.size()), static_cast<int64_t>(running_.size()));
 }
 
-void Scheduler::loop() {
-  for (;;) {
-    std::shared_ptr<Job> job;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, nothing left to answer
-      job = std::move(queue_.front());
-      queue_.pop_front();
-      running_.push_back(job);
-      publish_load();
-    }
-    metrics_.queue_time(std::chrono::duration<double>(Clock::now() - job->arrival).count());
+void Scheduler::admit(std::shared_ptr<Job> job, std::vector<std::unique_ptr<Sequence>>& sequences) {
+  metrics_.queue_time(std::chrono::duration<double>(Clock::now() - job->arrival).count());
+  if (job->cancelled()) {  // gone while queued: answered without touching the model
     JobResult result;
-    if (job->cancelled()) {  // gone while queued: answered without touching the model
-      result.finish_reason = "abort";
-      result.prompt_tokens = static_cast<int64_t>(job->prompt.size());
-      metrics_.request_finished(result.finish_reason, result.prompt_tokens, 0,
-                                std::chrono::duration<double>(Clock::now() - job->arrival).count());
-    } else {
-      result = engine_.run(*job, metrics_);
-    }
+    result.finish_reason = "abort";
+    result.prompt_tokens = static_cast<int64_t>(job->prompt.size());
+    metrics_.request_finished(result.finish_reason, result.prompt_tokens, 0,
+                              std::chrono::duration<double>(Clock::now() - job->arrival).count());
     {
-      std::lock_guard lock(mutex_);  // the load is published before the client hears the end
-      running_.clear();
+      std::lock_guard lock(mutex_);
+      std::erase(running_, job);
       publish_load();
     }
     job->finish(std::move(result));
+    return;
+  }
+  std::unique_ptr<Sequence> sequence = engine_.start(job, metrics_);
+  if (sequence->done)
+    retire(std::move(sequence));
+  else
+    sequences.push_back(std::move(sequence));
+}
+
+void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
+  JobResult result = engine_.finish(*sequence, metrics_);
+  const std::shared_ptr<Job> job = sequence->job;
+  sequence.reset();  // its caches are freed before the client hears the end
+  {
+    std::lock_guard lock(mutex_);  // the load is published before the client hears the end
+    std::erase(running_, job);
+    publish_load();
+  }
+  job->finish(std::move(result));
+}
+
+void Scheduler::loop() {
+  std::vector<std::unique_ptr<Sequence>> sequences;  // running, in admission order
+  for (;;) {
+    std::vector<std::shared_ptr<Job>> admitted;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !sequences.empty(); });
+      if (queue_.empty() && sequences.empty()) return;  // stopping, nothing left to answer
+      while (!queue_.empty() && sequences.size() + admitted.size() < static_cast<size_t>(engine_.max_batch())) {
+        admitted.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+        running_.push_back(admitted.back());
+      }
+      publish_load();
+    }
+    for (auto& job : admitted) admit(std::move(job), sequences);
+    if (sequences.empty()) continue;
+    std::vector<Sequence*> step;
+    for (auto& s : sequences) step.push_back(s.get());
+    engine_.step(step, metrics_);
+    for (auto& s : sequences)
+      if (s->done) retire(std::move(s));
+    std::erase(sequences, nullptr);
   }
 }
 

@@ -1,8 +1,7 @@
 #pragma once
-// A bounded FIFO of jobs and the one thread that owns the models and decodes them.
-//
-// Phase 1 runs one sequence at a time. The queue/running split is the shape batching needs: `running_` is the set of
-// sequences a step would advance together, admitted from the queue while a batch has room.
+// A bounded FIFO of jobs and the one thread that owns the models and decodes them. Jobs are admitted from the queue
+// while fewer than --max-batch sequences run; each admitted job is prefilled alone, then every step advances all
+// running sequences together in one target forward (Engine::step). A sequence leaves the batch as soon as it ends.
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -30,6 +29,8 @@ class Scheduler {
  private:
   void loop();
   void publish_load();  // holds mutex_
+  void admit(std::shared_ptr<Job> job, std::vector<std::unique_ptr<Sequence>>& sequences);
+  void retire(std::unique_ptr<Sequence> sequence);  // finishes its job and drops it from running_
 
   Engine& engine_;
   Metrics& metrics_;

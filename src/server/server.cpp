@@ -48,8 +48,8 @@ int serve(const ServerOptions& o) {
   context.started = unix_now();
 
   httplib::Server http;
-  // Enough HTTP threads for every queued request to wait on its own, plus room for /health and /metrics.
-  const size_t http_threads = o.max_queue + 8;
+  // Enough HTTP threads for every running and queued request to wait on its own, plus room for /health and /metrics.
+  const size_t http_threads = o.max_queue + static_cast<size_t>(o.engine.max_batch) + 8;
   http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
   // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which lets a second server take a port in use.
   http.set_socket_options([](socket_t sock) {
@@ -63,9 +63,10 @@ int serve(const ServerOptions& o) {
     fail("serve: cannot listen on ", o.host, ":", o.port,
          " (the port is in use or the host is no address of this machine): pick another --port or --host");
   }
-  std::fprintf(stderr, "eaglet serve: listening on http://%s:%d (model %s, %s, context %lld tokens, queue %zu)\n",
+  std::fprintf(stderr, "eaglet serve: listening on http://%s:%d (model %s, %s, context %lld tokens, batch %d, "
+               "draft budget %d, queue %zu)\n",
                o.host.c_str(), port, context.served_model.c_str(), engine.speculative() ? "eagle3" : "target alone",
-               static_cast<long long>(engine.context()), o.max_queue);
+               static_cast<long long>(engine.context()), o.engine.max_batch, o.engine.batch_draft_budget, o.max_queue);
 
   std::thread stopper([&] {
     int received = 0;

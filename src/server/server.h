@@ -13,7 +13,7 @@ struct ServerOptions {
   int port = 8080;  // 0: any free port (the one chosen is printed)
   std::string api_key;            // non-empty: every route but /health needs "Authorization: Bearer KEY"
   std::string served_model_name;  // default: the -m path as given
-  size_t max_queue = 32;          // waiting requests beyond the running one; more get 503
+  size_t max_queue = 32;          // waiting requests beyond the running ones; more get 503
   size_t max_body_bytes = 1 << 22;
   int threads = 0;                // compute threads (0: all cores)
 };

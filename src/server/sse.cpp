@@ -31,8 +31,9 @@ void stream_job(httplib::Response& res, std::shared_ptr<Job> job, const Response
       "text/event-stream",
       [job, ids](size_t, httplib::DataSink& sink) {
         const Job::Update u = job->wait(std::chrono::milliseconds(100));
-        const bool news = !u.text.empty() || !u.pieces.empty();
-        const bool ok = (!news || send_event(sink, chunk_json(*job, ids, u.text, nullptr, u.pieces).dump())) &&
+        const bool news = !u.text.empty() || !u.pieces.empty() || !u.logprobs.empty();
+        const bool ok =
+            (!news || send_event(sink, chunk_json(*job, ids, u.text, nullptr, u.pieces, u.logprobs).dump())) &&
                         (!u.finished || send_end(sink, *job, ids));
         if (!ok) {  // the client is gone: free the sequence at its next step
           job->cancel();

@@ -36,6 +36,7 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
                 static_cast<size_t>(m * W) * sizeof(float));
   }
   root_token_ = sampler_.sample({target_.logits_row(0), static_cast<size_t>(target_.config().vocab_size)});
+  record_logprob(target_.logits_row(0), target_.config().vocab_size, root_token_);
   // Pairs (token t+1, aux state of t) for t = 0..n-1; the last pair carries the token just sampled.
   std::vector<int32_t> shifted(prompt.begin() + 1, prompt.end());
   shifted.push_back(root_token_);
@@ -48,53 +49,73 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
 }
 
 void SpeculativeDecoder::step(std::vector<int32_t>& out) {
+  const SequenceBatch rows = plan(max_draft_tokens());
+  target_.forward(*rows.cache, rows.batch);
+  finish(0, out);
+}
+
+SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
   const int64_t P = target_cache_.size();  // the root's position
   if (P >= config_.context || P + config_.draft.num_draft_tokens + 1 > target_cache_.capacity())
     fail("context of ", config_.context, " tokens is full (raise --ctx)");
-  const int64_t V = target_.config().vocab_size;
-  Timer timer;
+  round_timer_ = Timer();
+  undrafted_ = draft_tokens <= 0;
   DraftParams params = config_.draft;
-  params.num_steps = static_cast<int>(std::min<int64_t>(params.num_steps, config_.context - 1 - P));
+  params.num_draft_tokens = std::min(params.num_draft_tokens, std::max(draft_tokens, 0) + 1);
+  params.num_steps = static_cast<int>(std::min<int64_t>({params.num_steps, config_.context - 1 - P,
+                                                         params.num_draft_tokens - 1}));
   const bool sampled_tree = !config_.sampling.greedy() && config_.scheme == SpecSampling::DraftQ;
-  DraftTree tree = draft_tree(proposer_, root_token_, V, params, sampled_tree ? &config_.sampling : nullptr, &sampler_);
-  const double drafted = timer.seconds();
+  tree_ = draft_tree(proposer_, root_token_, target_.config().vocab_size, params,
+                     sampled_tree ? &config_.sampling : nullptr, &sampler_);
+  drafted_seconds_ = round_timer_.seconds();
 
   // Verify every node in one target forward: node i at position P + depth(i), seeing its ancestors only.
-  const int64_t N = static_cast<int64_t>(tree.nodes.size());
-  std::vector<int32_t> tokens, positions;
-  for (const DraftNode& node : tree.nodes) {
-    tokens.push_back(node.token);
-    positions.push_back(static_cast<int32_t>(P + node.depth));
+  tokens_.clear();
+  positions_.clear();
+  for (const DraftNode& node : tree_.nodes) {
+    tokens_.push_back(node.token);
+    positions_.push_back(static_cast<int32_t>(P + node.depth));
   }
-  const std::vector<uint8_t> mask = tree.ancestor_mask();
-  target_.forward(target_cache_, {.tokens = tokens, .positions = positions, .mask = mask, .all_logits = true});
-  const double verified = timer.seconds();
+  mask_ = tree_.ancestor_mask();
+  return {&target_cache_, {.tokens = tokens_, .positions = positions_, .mask = mask_, .all_logits = true}};
+}
+
+void SpeculativeDecoder::finish(size_t index, std::vector<int32_t>& out) {
+  const int64_t P = target_cache_.size();
+  const int64_t V = target_.config().vocab_size;
+  const double verified = round_timer_.seconds();
+  const float* logits = target_.logits_row(target_.first_logits_row(index));
 
   // Accept; keep the root and the accepted path in the target cache; the bonus token becomes the next root.
-  const Acceptance acc = accept(tree, target_.logits().data(), V, config_.sampling, config_.scheme, sampler_);
-  stats_.record(tree.max_depth(), static_cast<int>(N - 1), static_cast<int>(acc.path.size()));
+  const Acceptance acc = accept(tree_, logits, V, config_.sampling, config_.scheme, sampler_);
+  const int64_t N = static_cast<int64_t>(tree_.nodes.size());
+  if (undrafted_)
+    ++stats_.plain_steps;
+  else
+    stats_.record(tree_.max_depth(), static_cast<int>(N - 1), static_cast<int>(acc.path.size()));
   std::vector<int32_t> kept = {0};
   for (int i : acc.path) kept.push_back(i);
   const int64_t W = target_.aux_width();
+  const float* aux = target_.aux_hidden().data() + target_.first_row(index) * W;
   aux_rows_.resize(kept.size() * static_cast<size_t>(W));
   for (size_t i = 0; i < kept.size(); ++i)
-    std::memcpy(&aux_rows_[i * static_cast<size_t>(W)], target_.aux_hidden().data() + kept[i] * W,
-                static_cast<size_t>(W) * sizeof(float));
+    std::memcpy(&aux_rows_[i * static_cast<size_t>(W)], aux + kept[i] * W, static_cast<size_t>(W) * sizeof(float));
   target_cache_.commit(kept);
   std::vector<int32_t> pair_tokens;
-  for (int i : acc.path) {
-    pair_tokens.push_back(tree.nodes[static_cast<size_t>(i)].token);
-    out.push_back(tree.nodes[static_cast<size_t>(i)].token);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    // kept[i]'s row is the target's distribution of the token after it: the next accepted node, or the bonus.
+    const int32_t token = i + 1 < kept.size() ? tree_.nodes[static_cast<size_t>(kept[i + 1])].token : acc.bonus;
+    record_logprob(logits + kept[i] * V, V, token);
+    pair_tokens.push_back(token);
+    out.push_back(token);
   }
-  pair_tokens.push_back(acc.bonus);
-  out.push_back(acc.bonus);
   root_token_ = acc.bonus;
-  const double committed = timer.seconds();
+  const double committed = round_timer_.seconds();
 
   proposer_.extend(pair_tokens, aux_rows_.data(), static_cast<int32_t>(P));
-  const double extended = timer.seconds();
-  stats_.time.draft += drafted;
-  stats_.time.verify += verified - drafted;
+  const double extended = round_timer_.seconds();
+  stats_.time.draft += drafted_seconds_;
+  stats_.time.verify += verified - drafted_seconds_;
   stats_.time.accept_commit += committed - verified;
   stats_.time.extend += extended - committed;
 }

@@ -12,9 +12,11 @@
 #include "model/transformer.h"
 #include "sample/sampler.h"
 #include "speculative/acceptance.h"
+#include "speculative/batched.h"
 #include "speculative/draft_tree.h"
 #include "speculative/proposer.h"
 #include "speculative/stats.h"
+#include "util/timer.h"
 
 namespace eaglet {
 
@@ -26,20 +28,27 @@ struct SpecConfig {
   int prefill_batch = 256;
 };
 
-class SpeculativeDecoder {
+class SpeculativeDecoder : public BatchedSequence {
  public:
   // The target's aux capture is set to the proposer's layers.
   SpeculativeDecoder(Transformer& target, Proposer& proposer, const SpecConfig& config);
 
   // Runs the prompt through target and proposer; returns the first generated token.
-  int32_t prefill(std::span<const int32_t> prompt);
+  int32_t prefill(std::span<const int32_t> prompt) override;
   // One draft + verify round; appends the accepted draft tokens and the target's next token (>= 1 token). Near the
   // end of the context the tree is drafted shallower, so that no verified token lies beyond position context - 1:
   // the last round verifies the root alone, and the tokens produced are exactly the plain loop's.
   void step(std::vector<int32_t>& out);
 
+  // The round in two halves around a shared target forward (batched.h). plan drafts a tree of at most
+  // `draft_tokens` tokens (0: the root alone, a plain step that is not counted as a verify).
+  SequenceBatch plan(int draft_tokens) override;
+  void finish(size_t index, std::vector<int32_t>& out) override;
+  int max_draft_tokens() const override { return config_.draft.num_draft_tokens - 1; }
+  int64_t context() const override { return config_.context; }
+
   const SpecStats& stats() const { return stats_; }
-  int64_t root_position() const { return target_cache_.size(); }  // the position of the last emitted token
+  int64_t root_position() const override { return target_cache_.size(); }  // the position of the last emitted token
 
  private:
   Transformer& target_;
@@ -51,6 +60,13 @@ class SpeculativeDecoder {
   int32_t root_token_ = 0;
   SpecStats stats_;
   std::vector<float> aux_rows_;
+  // The planned round, between plan and finish.
+  DraftTree tree_;
+  std::vector<int32_t> tokens_, positions_;
+  std::vector<uint8_t> mask_;
+  double drafted_seconds_ = 0;
+  bool undrafted_ = false;  // the policy gave this round no draft tokens
+  Timer round_timer_;
 };
 
 }  // namespace eaglet

@@ -21,6 +21,7 @@ void SpecStats::merge(const SpecStats& o) {
   verifies += o.verifies;
   accepted += o.accepted;
   drafted += o.drafted;
+  plain_steps += o.plain_steps;
   if (depth_reached.size() < o.depth_reached.size()) {
     depth_reached.resize(o.depth_reached.size(), 0);
     depth_accepted.resize(o.depth_reached.size(), 0);

@@ -11,6 +11,7 @@ struct SpecStats {
   int64_t verifies = 0;
   int64_t accepted = 0;                 // accepted draft tokens (bonus tokens not counted)
   int64_t drafted = 0;                  // draft tokens verified
+  int64_t plain_steps = 0;              // steps the batch-draft policy left without drafts (not verifies)
   std::vector<int64_t> depth_reached;   // [d]: verifies whose tree had depth >= d+1
   std::vector<int64_t> depth_accepted;  // [d]: verifies that accepted d+1 or more tokens
   struct RoundTime {  // seconds spent in each part of the rounds

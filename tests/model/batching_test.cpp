@@ -178,6 +178,85 @@ TEST_P(BatchingBitwise, TreeNodesEqualDecodingTheirPathExactly) {
                                             {-1, 0, 0, 1, 1, 2, 4});
 }
 
+// Batching across requests: several sequences in one forward, each with its own cache, positions and mask (a tree,
+// a causal chain, a single decode token; different lengths), give bit-identical logits and aux states to each
+// sequence run alone, and leave each cache as running alone would.
+TEST_P(BatchingBitwise, MultiSequenceForwardEqualsEachSequenceAloneExactly) {
+  auto model = Transformer::load(test::shared_dir() + "/models/pycode-llama-19m");
+  model->set_aux_layers(model->default_aux_layers());
+  const int64_t V = model->config().vocab_size, W = model->aux_width();
+  struct Seq {
+    std::vector<int32_t> context, tokens, positions;
+    std::vector<uint8_t> mask;
+    bool all_logits = true;
+    KVCache alone, together;
+  };
+  std::vector<Seq> seqs(3);
+  for (int i = 0; i < 130; ++i) seqs[0].context.push_back(static_cast<int32_t>(3 + (i * 7919) % 7990));
+  for (int i = 0; i < 21; ++i) seqs[1].context.push_back(static_cast<int32_t>(5 + (i * 104729) % 7990));
+  seqs[2].context = {1, 466, 6992, 7638, 7646, 310, 13};
+  // Sequence 0: a tree (node 0 the root; parents -1 0 0 1 1 2 4); 1: a causal chain of 4; 2: one decode token.
+  const std::vector<int> parent = {-1, 0, 0, 1, 1, 2, 4};
+  seqs[0].tokens = {13, 260, 325, 589, 259, 7687, 7616};
+  const int64_t N = static_cast<int64_t>(parent.size());
+  std::vector<int> depth(parent.size(), 0);
+  seqs[0].mask.assign(static_cast<size_t>(N * N), 0);
+  for (int64_t i = 0; i < N; ++i) {
+    if (i > 0) depth[static_cast<size_t>(i)] = depth[static_cast<size_t>(parent[static_cast<size_t>(i)])] + 1;
+    seqs[0].positions.push_back(static_cast<int32_t>(seqs[0].context.size()) + depth[static_cast<size_t>(i)]);
+    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) seqs[0].mask[static_cast<size_t>(i * N + j)] = 1;
+  }
+  seqs[1].tokens = {589, 259, 7687, 13};
+  seqs[2].tokens = {260};
+  seqs[2].all_logits = false;
+  std::vector<std::vector<float>> logits, aux;
+  for (Seq& s : seqs) {
+    s.alone = model->make_cache(160);
+    model->forward(s.alone, {.tokens = s.context});
+    s.alone.commit_all();
+    s.together = s.alone;
+    model->forward(s.alone, {.tokens = s.tokens, .positions = s.positions, .mask = s.mask, .all_logits = s.all_logits});
+    logits.emplace_back(model->logits().begin(), model->logits().end());
+    aux.emplace_back(model->aux_hidden().begin(), model->aux_hidden().end());
+  }
+  std::vector<SequenceBatch> batch;
+  for (Seq& s : seqs)
+    batch.push_back({&s.together, {.tokens = s.tokens, .positions = s.positions, .mask = s.mask, .all_logits = s.all_logits}});
+  model->forward(batch);
+  const Isa isa = GetParam();
+  ASSERT_EQ(model->logits_rows(), N + 4 + 1);
+  for (size_t s = 0; s < seqs.size(); ++s) {
+    const int64_t rows = seqs[s].all_logits ? static_cast<int64_t>(seqs[s].tokens.size()) : 1;
+    ASSERT_EQ(static_cast<int64_t>(logits[s].size()), rows * V);
+    const float* got = model->logits_row(model->first_logits_row(s));
+    for (int64_t i = 0; i < rows * V; ++i)
+      ASSERT_EQ(got[i], logits[s][static_cast<size_t>(i)]) << "sequence " << s << " entry " << i << " " << isa_name(isa);
+    const float* got_aux = model->aux_hidden().data() + model->first_row(s) * W;
+    for (size_t i = 0; i < aux[s].size(); ++i)
+      ASSERT_EQ(got_aux[i], aux[s][i]) << "sequence " << s << " aux " << i << " " << isa_name(isa);
+  }
+  // The caches hold what running alone wrote: commit the same rows in both and decode one more token alone.
+  const int32_t path[] = {0, 2, 5};
+  seqs[0].alone.commit(path);
+  seqs[0].together.commit(path);
+  const int32_t next = 33;
+  model->forward(seqs[0].alone, {.tokens = {&next, 1}});
+  const std::vector<float> want(model->logits_row(0), model->logits_row(0) + V);
+  model->forward(seqs[0].together, {.tokens = {&next, 1}});
+  for (int64_t v = 0; v < V; ++v) ASSERT_EQ(model->logits_row(0)[v], want[static_cast<size_t>(v)]) << v;
+}
+
+TEST(MultiSequenceForward, SharedCacheAndEmptyRowsAreErrors) {
+  auto model = Transformer::load(test::tiny_model_dir("llama_fp32"));
+  KVCache cache = model->make_cache(16);
+  const int32_t token = 3;
+  const SequenceBatch twice[] = {{&cache, {.tokens = {&token, 1}}}, {&cache, {.tokens = {&token, 1}}}};
+  EXPECT_THROW(model->forward(twice), Error);
+  const SequenceBatch empty[] = {{&cache, {}}};
+  EXPECT_THROW(model->forward(empty), Error);
+  EXPECT_THROW(model->forward(std::span<const SequenceBatch>{}), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, BatchingBitwise, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
 
 INSTANTIATE_TEST_SUITE_P(Variants, Batching,

@@ -72,7 +72,10 @@ TEST(Request, BadFieldsNameTheField) {
            {R"({"prompt":"x","stream":true,"stream_options":{"include_usage":1}})", "stream_options.include_usage",
             "must be a boolean, found an integer"},
            {R"({"prompt":"x","echo":true})", "echo", "not supported"},
-           {R"({"prompt":"x","logprobs":2})", "logprobs", "not supported"},
+           {R"({"prompt":"x","logprobs":21})", "logprobs", "must be in [0, 20], found 21"},
+           {R"({"prompt":"x","logprobs":-1})", "logprobs", "must be in [0, 20]"},
+           {R"({"prompt":"x","logprobs":true})", "logprobs", "must be an integer"},
+           {R"({"prompt":"x","top_logprobs":2})", "top_logprobs", "belongs to chat completions"},
            {R"({"prompt":"x","stop_token_ids":[-1]})", "stop_token_ids[0]", "outside the vocabulary"},
        }) {
     const ApiError e = error_of(c.body);
@@ -86,9 +89,26 @@ TEST(Request, BadFieldsNameTheField) {
   EXPECT_EQ(role.param, "messages[0].role");
   EXPECT_THAT(role.what(), HasSubstr("'wizard'; expected system, developer, user or assistant"));
   EXPECT_EQ(error_of(R"({"messages":[]})", Endpoint::Chat).param, "messages");
+  const char* chat = R"({"messages":[{"role":"user","content":"x"}],)";
+  EXPECT_THAT(error_of(std::string(chat) + R"("top_logprobs":2})", Endpoint::Chat).what(),
+              HasSubstr("needs \"logprobs\": true"));
+  EXPECT_EQ(error_of(std::string(chat) + R"("logprobs":true,"top_logprobs":21})", Endpoint::Chat).param,
+            "top_logprobs");
+  EXPECT_THAT(error_of(std::string(chat) + R"("logprobs":3})", Endpoint::Chat).what(), HasSubstr("must be a boolean"));
   EXPECT_EQ(error_of(R"({"messages":[{"role":"user"}]})", Endpoint::Chat).param, "messages[0].content");
   EXPECT_EQ(error_of(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})", Endpoint::Chat).param,
             "messages[0].content[0]");
+}
+
+TEST(Request, LogprobsInOpenAiShapes) {
+  EXPECT_EQ(parse_generation_request(R"({"prompt":"x"})", Endpoint::Completions, 100).logprobs, -1);
+  EXPECT_EQ(parse_generation_request(R"({"prompt":"x","logprobs":0})", Endpoint::Completions, 100).logprobs, 0);
+  EXPECT_EQ(parse_generation_request(R"({"prompt":"x","logprobs":20})", Endpoint::Completions, 100).logprobs, 20);
+  const std::string chat = R"({"messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(parse_generation_request(chat + "}", Endpoint::Chat, 100).logprobs, -1);
+  EXPECT_EQ(parse_generation_request(chat + R"(,"logprobs":false})", Endpoint::Chat, 100).logprobs, -1);
+  EXPECT_EQ(parse_generation_request(chat + R"(,"logprobs":true})", Endpoint::Chat, 100).logprobs, 0);
+  EXPECT_EQ(parse_generation_request(chat + R"(,"logprobs":true,"top_logprobs":5})", Endpoint::Chat, 100).logprobs, 5);
 }
 
 TEST(Request, ErrorBodyHasOpenAiShape) {

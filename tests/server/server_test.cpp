@@ -73,7 +73,9 @@ void expect_error(const test::HttpAnswer& a, int status, const std::string& type
 class SpeculativeServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new ServerProcess("-m " + echo_target() + " -d " + drafter("exact_echo") + " -t 1 -c 512");
+    // No draft cap: every round drafts the full tree even when the tests' clients overlap (the per-round counts below).
+    server_ = new ServerProcess("-m " + echo_target() + " -d " + drafter("exact_echo") +
+                                " -t 1 -c 512 --batch-draft-budget -1");
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(server_->terminate(), 0) << server_->log();
@@ -373,7 +375,7 @@ TEST(ServerLoad, DisconnectedClientFreesItsSequenceAtOnce) {
 }
 
 TEST(ServerLoad, FullQueueAnswers503AndSigtermEndsStreamsCleanly) {
-  ServerProcess s("-m " + pycode() + " -c 2048 --max-queue 1");
+  ServerProcess s("-m " + pycode() + " -c 2048 --max-queue 1 --max-batch 1");
   auto running = std::async(std::launch::async, [&] {
     return post_json(s, "/v1/completions", long_request(1900).dump());
   });

@@ -1,0 +1,100 @@
+#include "speculative/batched.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "util/error.h"
+
+namespace eaglet {
+
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int top) {
+  float max = logits[0];
+  for (float v : logits) max = std::max(max, v);
+  double sum = 0.0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v - max));
+  const double log_sum = std::log(sum);
+  auto logprob = [&](int32_t id) {
+    return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(id)] - max) - log_sum);
+  };
+  TokenLogprob out{token, logprob(token), {}};
+  if (top > 0) {
+    std::vector<int32_t> ids(logits.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    const size_t k = std::min(ids.size(), static_cast<size_t>(top));
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), [&](int32_t a, int32_t b) {
+      return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] ||
+             (logits[static_cast<size_t>(a)] == logits[static_cast<size_t>(b)] && a < b);
+    });
+    for (size_t i = 0; i < k; ++i) out.top.emplace_back(ids[i], logprob(ids[i]));
+  }
+  return out;
+}
+
+PlainSequence::PlainSequence(Transformer& target, const SamplingParams& sampling, int64_t context, int prefill_batch)
+    : target_(target), sampler_(sampling), context_(context), prefill_batch_(prefill_batch),
+      cache_(target.make_cache(context)) {}
+
+int32_t PlainSequence::prefill(std::span<const int32_t> prompt) {
+  if (prompt.empty()) fail("generate: the prompt is empty after tokenization");
+  if (static_cast<int64_t>(prompt.size()) >= context_)
+    fail("the prompt has ", prompt.size(), " tokens, which fill the context of ", context_);
+  cache_.truncate(0);
+  for (size_t start = 0; start < prompt.size(); start += static_cast<size_t>(prefill_batch_)) {
+    const size_t n = std::min(prompt.size() - start, static_cast<size_t>(prefill_batch_));
+    target_.forward(cache_, {.tokens = prompt.subspan(start, n)});
+    cache_.commit_all();
+  }
+  const int64_t V = target_.config().vocab_size;
+  token_ = sampler_.sample({target_.logits_row(0), static_cast<size_t>(V)});
+  record_logprob(target_.logits_row(0), V, token_);
+  return token_;
+}
+
+SequenceBatch PlainSequence::plan(int) {
+  if (cache_.size() >= context_) fail("context of ", context_, " tokens is full (raise --ctx)");
+  return {&cache_, {.tokens = {&token_, 1}}};
+}
+
+void PlainSequence::finish(size_t index, std::vector<int32_t>& out) {
+  cache_.commit_all();
+  const int64_t V = target_.config().vocab_size;
+  const float* row = target_.logits_row(target_.first_logits_row(index));
+  token_ = sampler_.sample({row, static_cast<size_t>(V)});
+  record_logprob(row, V, token_);
+  out.push_back(token_);
+}
+
+std::vector<int> share_draft_budget(std::span<const int> max_draft, int budget) {
+  std::vector<int> out(max_draft.begin(), max_draft.end());
+  if (budget < 0) return out;
+  const int speculative = static_cast<int>(std::count_if(max_draft.begin(), max_draft.end(), [](int d) { return d > 0; }));
+  if (speculative == 0) return out;
+  const int share = budget / speculative, extra = budget % speculative;
+  int rank = 0;
+  for (int& d : out)
+    if (d > 0) d = std::min(d, share + (rank++ < extra ? 1 : 0));
+  return out;
+}
+
+int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences, std::span<const int> draft_tokens,
+                   std::vector<std::vector<int32_t>>& out) {
+  if (draft_tokens.size() != sequences.size()) fail("step_together: ", draft_tokens.size(), " budgets for ",
+                                                    sequences.size(), " sequences");
+  std::vector<SequenceBatch> rows;
+  rows.reserve(sequences.size());
+  int64_t total = 0;
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    rows.push_back(sequences[i]->plan(draft_tokens[i]));
+    total += static_cast<int64_t>(rows.back().batch.tokens.size());
+  }
+  target.forward(rows);
+  out.resize(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    out[i].clear();
+    sequences[i]->finish(i, out[i]);
+  }
+  return total;
+}
+
+}  // namespace eaglet

@@ -1,0 +1,89 @@
+#pragma once
+// Decoding several sequences together (batching across requests). Every step, each running sequence contributes
+// its rows to ONE target forward: the plain loop's last token, or the speculative loop's root and draft tree, each
+// with its own KV cache, positions and mask (Transformer::forward over SequenceBatch). A row's results do not depend
+// on the batch, so every sequence emits exactly what it would alone (greedy: token for token).
+//
+// Draft policy: speculation pays least when the batch is already large (the verify rows compete with other
+// sequences' rows for the same forward), so a step's drafted tokens are capped by a budget shared by the
+// speculative sequences; below one draft token per sequence some of them decode plainly for the step.
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "model/transformer.h"
+#include "sample/sampler.h"
+
+namespace eaglet {
+
+// A generated token's log-probability under the target (raw logits, before temperature or truncation) and the
+// target's most likely alternatives, for "logprobs".
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;  // most likely first, ties by lower id
+};
+
+// log-softmax of `logits` at `token`, and its `top` most likely entries.
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int top);
+
+class BatchedSequence {
+ public:
+  virtual ~BatchedSequence() = default;
+  // Runs the prompt through the target alone; returns the first generated token.
+  virtual int32_t prefill(std::span<const int32_t> prompt) = 0;
+  // Prepares the next step with at most `draft_tokens` drafted tokens (0: the last token alone, a plain decode
+  // step) and returns its rows, valid until finish().
+  virtual SequenceBatch plan(int draft_tokens) = 0;
+  // Reads its results from the step's forward, where it was sequence `index`; appends the tokens it emits (>= 1).
+  virtual void finish(size_t index, std::vector<int32_t>& out) = 0;
+  virtual int max_draft_tokens() const = 0;   // the most a step may draft (0: plain decoding)
+  virtual int64_t root_position() const = 0;  // position of the last emitted token: generation ends at context()
+  virtual int64_t context() const = 0;
+  // With logprobs(k) set before prefill, the target's log-probabilities of every emitted token, in order; take them.
+  void want_logprobs(int top) { logprob_top_ = top; }
+  bool wants_logprobs() const { return logprob_top_ >= 0; }
+  std::vector<TokenLogprob> take_logprobs() { return std::exchange(logprobs_, {}); }
+
+ protected:
+  void record_logprob(const float* logits, int64_t vocab, int32_t token) {
+    if (wants_logprobs()) logprobs_.push_back(token_logprob({logits, static_cast<size_t>(vocab)}, token, logprob_top_));
+  }
+
+ private:
+  int logprob_top_ = -1;
+  std::vector<TokenLogprob> logprobs_;
+};
+
+// The plain loop as a batched sequence: one row per step, the sampled token.
+class PlainSequence : public BatchedSequence {
+ public:
+  PlainSequence(Transformer& target, const SamplingParams& sampling, int64_t context, int prefill_batch);
+  int32_t prefill(std::span<const int32_t> prompt) override;
+  SequenceBatch plan(int draft_tokens) override;
+  void finish(size_t index, std::vector<int32_t>& out) override;
+  int max_draft_tokens() const override { return 0; }
+  int64_t root_position() const override { return cache_.size(); }
+  int64_t context() const override { return context_; }
+
+ private:
+  Transformer& target_;
+  Sampler sampler_;
+  int64_t context_;
+  int prefill_batch_;
+  KVCache cache_;
+  int32_t token_ = 0;
+};
+
+// The draft tokens each sequence gets in a step. max_draft[i]: what sequence i would draft alone (0: it decodes
+// plainly). budget < 0: no cap. Otherwise the budget is split evenly over the speculative sequences, the remainder
+// going to the earliest ones, and no sequence gets more than its own maximum.
+std::vector<int> share_draft_budget(std::span<const int> max_draft, int budget);
+
+// One step of all sequences: plan each with draft_tokens[i], one target forward, finish each; out[i] receives the
+// tokens sequence i emitted. Returns the forward's rows.
+int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences, std::span<const int> draft_tokens,
+                   std::vector<std::vector<int32_t>>& out);
+
+}  // namespace eaglet

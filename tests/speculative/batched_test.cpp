@@ -1,0 +1,191 @@
+// Batching across requests: sequences stepped together in one target forward per step (plain and speculative, chains
+// and trees, each with its own caches and drafter state) emit exactly what each emits alone, greedy, whatever draft
+// tokens the batch policy gives them; the target's log-probabilities of the emitted tokens do not depend on
+// speculation.
+#include "speculative/batched.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <random>
+
+#include "drafter/eagle3_drafter.h"
+#include "drafter/eagle3_proposer.h"
+#include "speculative/speculative.h"
+#include "test_env.h"
+
+namespace eaglet {
+namespace {
+
+std::string fixture(const std::string& rel) { return test::fixtures_dir() + "/" + rel; }
+
+std::vector<int32_t> random_prompt(std::mt19937& rng, int length, int64_t vocab) {
+  std::vector<int32_t> p = {1};
+  for (int i = 1; i < length; ++i) p.push_back(static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(vocab - 3)));
+  return p;
+}
+
+struct LaneRun {
+  std::vector<int32_t> tokens;
+  std::vector<TokenLogprob> logprobs;
+  SpecStats stats;
+};
+
+// One sequence of the test: plain (no draft setting) or speculative with its own proposer.
+struct Lane {
+  std::vector<int32_t> prompt;
+  std::optional<DraftParams> draft;
+  std::unique_ptr<Eagle3Proposer> proposer;
+  std::unique_ptr<BatchedSequence> decoder;
+  LaneRun run;
+};
+
+void make_decoder(Lane& lane, Transformer& target, Eagle3Drafter& drafter, int n) {
+  const int64_t context = static_cast<int64_t>(lane.prompt.size()) + n + 64;
+  if (lane.draft) {
+    lane.proposer = std::make_unique<Eagle3Proposer>(drafter);
+    lane.decoder = std::make_unique<SpeculativeDecoder>(
+        target, *lane.proposer, SpecConfig{*lane.draft, SpecSampling::TargetOnly, {}, context, 5});
+  } else {
+    lane.decoder = std::make_unique<PlainSequence>(target, SamplingParams{}, context, 5);
+  }
+  lane.decoder->want_logprobs(3);
+  lane.run = {};
+  lane.run.tokens.push_back(lane.decoder->prefill(lane.prompt));
+}
+
+void collect(Lane& lane, int n) {
+  for (auto& l : lane.decoder->take_logprobs()) lane.run.logprobs.push_back(std::move(l));
+  if (auto* spec = dynamic_cast<SpeculativeDecoder*>(lane.decoder.get())) lane.run.stats = spec->stats();
+  lane.run.tokens.resize(std::min(lane.run.tokens.size(), static_cast<size_t>(n)));
+  lane.run.logprobs.resize(std::min(lane.run.logprobs.size(), static_cast<size_t>(n)));
+}
+
+// Each lane alone: its decoder stepped by itself with its full draft setting.
+LaneRun alone(Lane& lane, Transformer& target, Eagle3Drafter& drafter, int n) {
+  make_decoder(lane, target, drafter, n);
+  std::vector<std::vector<int32_t>> out;
+  BatchedSequence* one[] = {lane.decoder.get()};
+  const int draft[] = {lane.decoder->max_draft_tokens()};
+  while (static_cast<int>(lane.run.tokens.size()) < n) {
+    step_together(target, one, draft, out);
+    lane.run.tokens.insert(lane.run.tokens.end(), out[0].begin(), out[0].end());
+  }
+  collect(lane, n);
+  return lane.run;
+}
+
+// All lanes together under a draft budget; returns the steps that served more than one sequence.
+int together(std::vector<Lane>& lanes, Transformer& target, Eagle3Drafter& drafter, int n, int budget) {
+  for (Lane& lane : lanes) make_decoder(lane, target, drafter, n);
+  int shared = 0;
+  for (;;) {
+    std::vector<BatchedSequence*> running;
+    std::vector<Lane*> owners;
+    std::vector<int> max_draft;
+    for (Lane& lane : lanes)
+      if (static_cast<int>(lane.run.tokens.size()) < n) {
+        running.push_back(lane.decoder.get());
+        owners.push_back(&lane);
+        max_draft.push_back(lane.decoder->max_draft_tokens());
+      }
+    if (running.empty()) break;
+    shared += running.size() > 1;
+    std::vector<std::vector<int32_t>> out;
+    step_together(target, running, share_draft_budget(max_draft, budget), out);
+    for (size_t i = 0; i < owners.size(); ++i)
+      owners[i]->run.tokens.insert(owners[i]->run.tokens.end(), out[i].begin(), out[i].end());
+  }
+  for (Lane& lane : lanes) collect(lane, n);
+  return shared;
+}
+
+struct PairCase {
+  std::string target, drafter;
+  bool accepts = false;  // the drafter is built to match the target (a random one may accept nothing in 30 tokens)
+};
+
+class BatchedDecoding : public ::testing::TestWithParam<PairCase> {};
+
+TEST_P(BatchedDecoding, EverySequenceEmitsWhatItEmitsAlone) {
+  auto target = Transformer::load(fixture(GetParam().target));
+  auto drafter = Eagle3Drafter::load(fixture("drafters/" + GetParam().drafter), *target, {});
+  const int64_t V = target->config().vocab_size;
+  std::mt19937 rng(7);
+  const std::vector<std::optional<DraftParams>> settings = {
+      DraftParams{3, 1, 4}, std::nullopt, DraftParams{5, 4, 8}, DraftParams{4, 2, 6}, std::nullopt, DraftParams{6, 1, 7}};
+  std::vector<Lane> lanes(settings.size());
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    lanes[i].prompt = random_prompt(rng, 3 + static_cast<int>(i) * 7, V);  // different lengths and positions
+    lanes[i].draft = settings[i];
+  }
+  const int n = 30;
+  std::vector<LaneRun> want;
+  for (Lane& lane : lanes) want.push_back(alone(lane, *target, *drafter, n));
+  int64_t accepted = 0;
+  for (int budget : {-1, 9, 3, 0}) {  // no cap; a cap that shrinks trees; fewer drafts than sequences; plain only
+    const int shared = together(lanes, *target, *drafter, n, budget);
+    EXPECT_GT(shared, 0);
+    int64_t drafted = 0;
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      ASSERT_EQ(lanes[i].run.tokens, want[i].tokens) << "sequence " << i << " budget " << budget;
+      ASSERT_EQ(lanes[i].run.logprobs.size(), want[i].logprobs.size());
+      for (size_t t = 0; t < want[i].logprobs.size(); ++t) {
+        EXPECT_EQ(lanes[i].run.logprobs[t].token, want[i].tokens[t]);
+        EXPECT_EQ(lanes[i].run.logprobs[t].logprob, want[i].logprobs[t].logprob) << i << " token " << t;
+        EXPECT_EQ(lanes[i].run.logprobs[t].top, want[i].logprobs[t].top) << i << " token " << t;
+      }
+      drafted += lanes[i].run.stats.drafted;
+      accepted += lanes[i].run.stats.accepted;
+    }
+    if (budget == 0) {
+      EXPECT_EQ(drafted, 0);
+    }
+    if (budget > 0) {
+      EXPECT_LE(drafted, static_cast<int64_t>(budget) * 30);
+    }
+  }
+  if (GetParam().accepts) {
+    EXPECT_GT(accepted, 0) << "no draft was accepted: equality would be trivial";
+  }
+  // Lossless logprobs: a speculative sequence's values equal the plain loop's on the same prompt.
+  Lane plain{lanes[0].prompt, std::nullopt, nullptr, nullptr, {}};
+  const LaneRun p = alone(plain, *target, *drafter, n);
+  ASSERT_EQ(p.tokens, want[0].tokens);
+  for (size_t t = 0; t < p.logprobs.size(); ++t) {
+    EXPECT_NEAR(p.logprobs[t].logprob, want[0].logprobs[t].logprob, 1e-6f) << t;
+    EXPECT_EQ(p.logprobs[t].top.size(), 3u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, BatchedDecoding,
+                         ::testing::Values(PairCase{"drafters/targets/nearecho_fp32", "exact_echo", true},
+                                           PairCase{"tiny/llama_fp32", "eagle_official"}));
+
+TEST(BatchDraftPolicy, SharesTheBudgetEvenlyAndCapsEachSequence) {
+  const std::vector<int> max = {3, 0, 7, 7, 1};
+  EXPECT_EQ(share_draft_budget(max, -1), max);
+  EXPECT_EQ(share_draft_budget(max, 0), (std::vector<int>{0, 0, 0, 0, 0}));
+  EXPECT_EQ(share_draft_budget(max, 16), (std::vector<int>{3, 0, 4, 4, 1}));
+  EXPECT_EQ(share_draft_budget(max, 6), (std::vector<int>{2, 0, 2, 1, 1}));
+  EXPECT_EQ(share_draft_budget(max, 2), (std::vector<int>{1, 0, 1, 0, 0}));
+  EXPECT_EQ(share_draft_budget(std::vector<int>{0, 0}, 8), (std::vector<int>{0, 0}));
+}
+
+TEST(TokenLogprob, LogSoftmaxAndTopAlternatives) {
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, -2.0f};
+  const TokenLogprob l = token_logprob(logits, 0, 2);
+  double sum = 0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v));
+  EXPECT_NEAR(l.logprob, 1.0 - std::log(sum), 1e-6);
+  ASSERT_EQ(l.top.size(), 2u);
+  EXPECT_EQ(l.top[0].first, 1);  // ties: the lower id first
+  EXPECT_EQ(l.top[1].first, 2);
+  EXPECT_NEAR(l.top[0].second, 3.0 - std::log(sum), 1e-6);
+  EXPECT_TRUE(token_logprob(logits, 3, 0).top.empty());
+}
+
+}  // namespace
+}  // namespace eaglet
