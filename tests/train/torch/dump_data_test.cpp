@@ -42,7 +42,8 @@ torch::Tensor teacher_probs(const TrainingData& data, const std::vector<Sequence
 
 // Equal ids, loss mask and draft vocabulary; aux states within bf16 rounding (the same fp32 values rounded to bf16
 // on both sides, computed by two implementations: at most one bf16 ulp apart, <= 2^-7 relative); the teacher distribution
-// within 1e-3 (the post-norm final state of SpecForge is not normed again).
+// within 5e-3: SpecForge stores the post-norm final state in bf16, eaglet the pre-norm one, so the two round at
+// different points (2.1e-3 measured); normed twice, the distribution is far off (MalformedDumpsFailLoudly).
 void expect_same_training_data(const std::string& extracted_dir, const TrainingData& dump, bool mask_all) {
   const ExtractedData mine = ExtractedData::open(extracted_dir);
   const std::vector<SequenceRef> a = mine.sequences(1 << 20), b = dump.sequences(1 << 20);
@@ -71,7 +72,7 @@ void expect_same_training_data(const std::string& extracted_dir, const TrainingD
     EXPECT_LE(worst, 1.0) << "row " << s << ": aux states beyond bf16 rounding";
   }
   const std::vector<SequenceRef> batch(a.begin(), a.begin() + 3), dbatch(b.begin(), b.begin() + 3);
-  EXPECT_LE((teacher_probs(mine, batch) - teacher_probs(dump, dbatch)).abs().max().item<double>(), 1e-3);
+  EXPECT_LE((teacher_probs(mine, batch) - teacher_probs(dump, dbatch)).abs().max().item<double>(), 5e-3);
 }
 
 class DumpDataTest : public ::testing::Test {
