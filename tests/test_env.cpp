@@ -36,6 +36,8 @@ std::string temp_dir(const std::string& name) {
   return dir.string();
 }
 
+std::string suite_dir(const std::string& name) { return temp_dir(name + "_" + std::to_string(getpid())); }
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

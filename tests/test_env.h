@@ -11,6 +11,9 @@ std::string eaglet_bin();                   // the eaglet executable
 std::string python_bin();                   // Debian's python3 with torch (the oracle)
 std::string oracle_dir();                   // tests/oracle
 std::string temp_dir(const std::string& name);  // a fresh, empty folder for one test
+// A fresh folder for a suite's shared setup. ctest runs every test as its own process, each running the suite's
+// setup, so the folder is named per process: concurrent tests of one suite must not rebuild each other's data.
+std::string suite_dir(const std::string& name);
 
 struct CommandResult {
   int exit_code = -1;

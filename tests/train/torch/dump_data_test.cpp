@@ -79,7 +79,7 @@ class DumpDataTest : public ::testing::Test {
  protected:
   // 12 rows extracted by `eaglet extract`; the oracle dumps the same rows' token ids in every layout.
   static void SetUpTestSuite() {
-    root_ = test::temp_dir("dump_data");
+    root_ = test::suite_dir("dump_data");
     std::mt19937 rng(11);
     const Tokenizer tokenizer = Tokenizer::load(nearecho_target());
     std::string jsonl;

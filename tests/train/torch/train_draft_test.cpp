@@ -33,7 +33,7 @@ std::string echo_target() { return test::fixtures_dir() + "/drafters/targets/ech
 class TrainDraftTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = test::temp_dir("train_draft");
+    root_ = test::suite_dir("train_draft");
     std::mt19937 rng(7);
     const Tokenizer tokenizer = Tokenizer::load(echo_target());
     std::string jsonl;
