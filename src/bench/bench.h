@@ -45,6 +45,7 @@ struct BenchArgs {
   std::string url, tokenizer_dir = "../shared/models/pycode-llama-19m";
   std::vector<int> clients = {1, 4, 16};
   int requests_per_client = 2, context = 2048;
+  int max_batch = 0, batch_row_budget = -2;  // passed to the started server when given (0 / -2: its defaults)
 };
 
 int run_plain(const BenchArgs& a);

@@ -56,6 +56,9 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--requests-per-client", a->requests_per_client, "--serve: requests each client sends in turn")
       ->check(at_least(1));
   cmd->add_option("-c,--ctx", a->context, "--serve: the started server's context (-c)")->check(at_least(1));
+  cmd->add_option("--max-batch", a->max_batch, "--serve: the started server's --max-batch")->check(CLI::Range(1, 256));
+  cmd->add_option("--batch-row-budget", a->batch_row_budget, "--serve: the started server's --batch-row-budget")
+      ->check(CLI::Range(-1, 65536));
   cmd->add_option("--tokenizer", a->tokenizer_dir,
                   "--serve --echo-pair: the folder whose tokenizer the synthetic target is served with");
   cmd->add_flag("--json", a->json, "Print JSON instead of a table");

@@ -17,8 +17,8 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--served-model-name,--alias", o->served_model_name, "Model id in responses (default: the -m path)");
   cmd->add_option("--max-batch", o->engine.max_batch, "Sequences decoded together, one target forward per step")
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--batch-draft-budget", o->engine.batch_draft_budget,
-                  "Draft tokens per step shared by the running speculative sequences (-1: no cap; 0: plain decoding)")
+  cmd->add_option("--batch-row-budget", o->engine.batch_row_budget,
+                  "Rows of a step's forward: one per running sequence, the rest shared as draft tokens (-1: no cap)")
       ->check(CLI::Range(-1, 65536));
   cmd->add_option("--max-queue", o->max_queue, "Requests that may wait beyond the running ones; more get 503")
       ->check(CLI::Range(1, 4096));

@@ -160,7 +160,7 @@ void Engine::step(std::span<Sequence* const> running, Metrics& metrics) {
     decoders.push_back(s->decoder.get());
     max_draft.push_back(s->decoder->max_draft_tokens());
   }
-  const std::vector<int> draft = share_draft_budget(max_draft, options_.batch_draft_budget);
+  const std::vector<int> draft = share_draft_budget(max_draft, drafts_within_rows(options_.batch_row_budget, static_cast<int>(running.size())));
   std::vector<std::vector<int32_t>> out;
   int64_t rows = 0;
   try {

@@ -27,7 +27,7 @@ struct EngineOptions {
   int prefill_batch = 256;
   bool allow_unused_tensors = false;
   int max_batch = 8;           // sequences decoded together (one target forward per step)
-  int batch_draft_budget = 16;  // draft tokens per step shared by the speculative sequences (< 0: no cap)
+  int batch_row_budget = 8;  // rows of a step's forward: one per sequence, the rest drafts (< 0: no cap)
 };
 
 class Engine {

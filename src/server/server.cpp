@@ -64,9 +64,9 @@ int serve(const ServerOptions& o) {
          " (the port is in use or the host is no address of this machine): pick another --port or --host");
   }
   std::fprintf(stderr, "eaglet serve: listening on http://%s:%d (model %s, %s, context %lld tokens, batch %d, "
-               "draft budget %d, queue %zu)\n",
+               "row budget %d, queue %zu)\n",
                o.host.c_str(), port, context.served_model.c_str(), engine.speculative() ? "eagle3" : "target alone",
-               static_cast<long long>(engine.context()), o.engine.max_batch, o.engine.batch_draft_budget, o.max_queue);
+               static_cast<long long>(engine.context()), o.engine.max_batch, o.engine.batch_row_budget, o.max_queue);
 
   std::thread stopper([&] {
     int received = 0;

@@ -77,6 +77,10 @@ std::vector<int> share_draft_budget(std::span<const int> max_draft, int budget) 
   return out;
 }
 
+int drafts_within_rows(int row_budget, int sequences) {
+  return row_budget < 0 ? -1 : std::max(0, row_budget - sequences);
+}
+
 int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences, std::span<const int> draft_tokens,
                    std::vector<std::vector<int32_t>>& out) {
   if (draft_tokens.size() != sequences.size()) fail("step_together: ", draft_tokens.size(), " budgets for ",

@@ -80,6 +80,8 @@ class PlainSequence : public BatchedSequence {
 // plainly). budget < 0: no cap. Otherwise the budget is split evenly over the speculative sequences, the remainder
 // going to the earliest ones, and no sequence gets more than its own maximum.
 std::vector<int> share_draft_budget(std::span<const int> max_draft, int budget);
+// The draft budget a row budget leaves to a step of `sequences` (each takes one row for its own token); < 0: no cap.
+int drafts_within_rows(int row_budget, int sequences);
 
 // One step of all sequences: plan each with draft_tokens[i], one target forward, finish each; out[i] receives the
 // tokens sequence i emitted. Returns the forward's rows.

@@ -150,22 +150,7 @@ TEST_P(BatchingBitwise, VerifyBatchEqualsTokenByTokenExactly) {
   auto model = Transformer::load(test::shared_dir() + "/models/pycode-llama-19m");
   const std::vector<int32_t> ids = {1, 466, 6992, 7638, 7646, 310, 13, 260, 325, 589, 259, 7687, 7616, 13, 466, 310,
                                     7616, 13, 260, 325};
-  const int64_t V = model->config().vocab_size, split = 6;
-  const Isa isa = GetParam();
-  KVCache a = model->make_cache(32), b = model->make_cache(32);
-  model->forward(a, {.tokens = {ids.data(), static_cast<size_t>(split)}});
-  a.commit_all();
-  model->forward(b, {.tokens = {ids.data(), static_cast<size_t>(split)}});
-  b.commit_all();
-  model->forward(a, {.tokens = {ids.data() + split, ids.size() - split}, .all_logits = true});
-  const std::vector<float> batch(model->logits().begin(), model->logits().end());
-  for (size_t i = split; i < ids.size(); ++i) {
-    model->forward(b, {.tokens = {&ids[i], 1}});
-    b.commit_all();
-    for (int64_t v = 0; v < V; ++v)
-      ASSERT_EQ(model->logits_row(0)[v], batch[(i - split) * V + static_cast<size_t>(v)])
-          << "position " << i << " " << isa_name(isa);
-  }
+  test::expect_chain_equals_token_by_token(*model, ids, 6, std::string(isa_name(GetParam())));
 }
 
 // The same for a tree: each node's logits equal, bit for bit, those of decoding its path token by token after the

@@ -95,22 +95,7 @@ TEST_P(DeepseekBitwise, ChainVerifyEqualsTokenByTokenExactly) {
   for (const char* variant : {"deepseek_v3_bf16", "kimi_k2_bf16", "deepseek_v3_noqlora_bf16"}) {
     auto model = Transformer::load(deepseek_dir(variant));
     Checkpoint ref = Checkpoint::open_file(deepseek_ref(variant));
-    const std::vector<int32_t> ids = test::read_ids(ref);
-    const int64_t V = model->config().vocab_size;
-    const size_t split = 7;
-    KVCache a = model->make_cache(32), b = model->make_cache(32);
-    for (KVCache* c : {&a, &b}) {
-      model->forward(*c, {.tokens = {ids.data(), split}});
-      c->commit_all();
-    }
-    model->forward(a, {.tokens = {ids.data() + split, ids.size() - split}, .all_logits = true});
-    const std::vector<float> batch(model->logits().begin(), model->logits().end());
-    for (size_t i = split; i < ids.size(); ++i) {
-      model->forward(b, {.tokens = {&ids[i], 1}});
-      b.commit_all();
-      for (int64_t v = 0; v < V; ++v)
-        ASSERT_EQ(model->logits_row(0)[v], batch[(i - split) * V + static_cast<size_t>(v)]) << variant << " position " << i;
-    }
+    test::expect_chain_equals_token_by_token(*model, test::read_ids(ref), 7, variant);
   }
 }
 

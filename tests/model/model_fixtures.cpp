@@ -74,4 +74,23 @@ TreeRun expect_tree_nodes_equal_their_paths(Transformer& model, const std::vecto
   return run;
 }
 
+void expect_chain_equals_token_by_token(Transformer& model, const std::vector<int32_t>& ids, size_t split,
+                                        const std::string& label) {
+  const int64_t V = model.config().vocab_size;
+  const auto context = static_cast<int64_t>(ids.size()) + 1;
+  KVCache chain = model.make_cache(context), one_by_one = model.make_cache(context);
+  for (KVCache* c : {&chain, &one_by_one}) {
+    model.forward(*c, {.tokens = {ids.data(), split}});
+    c->commit_all();
+  }
+  model.forward(chain, {.tokens = {ids.data() + split, ids.size() - split}, .all_logits = true});
+  const std::vector<float> batch(model.logits().begin(), model.logits().end());
+  for (size_t i = split; i < ids.size(); ++i) {
+    model.forward(one_by_one, {.tokens = {&ids[i], 1}});
+    one_by_one.commit_all();
+    for (int64_t v = 0; v < V; ++v)
+      ASSERT_EQ(model.logits_row(0)[v], batch[(i - split) * V + static_cast<size_t>(v)]) << label << " position " << i;
+  }
+}
+
 }  // namespace eaglet::test

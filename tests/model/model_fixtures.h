@@ -28,4 +28,9 @@ struct TreeRun {
 TreeRun expect_tree_nodes_equal_their_paths(Transformer& model, const std::vector<int32_t>& context,
                                             const std::vector<int32_t>& tokens, const std::vector<int>& parent);
 
+// Verifies ids[split..] as one chain after ids[..split], then decodes the same tokens one by one from the same
+// context: every position's logits must be bit-identical (gtest assertions; `label` names the failing case).
+void expect_chain_equals_token_by_token(Transformer& model, const std::vector<int32_t>& ids, size_t split,
+                                        const std::string& label);
+
 }  // namespace eaglet::test

@@ -113,9 +113,9 @@ INSTANTIATE_TEST_SUITE_P(
     Servers, ServerBatching,
     ::testing::Values(
         BatchCase{"eagle3", "-m " + drafter("targets/nearecho_fp32") + " -d " + drafter("exact_echo"), true},
-        // A budget smaller than the batch: some sequences decode plainly in a step, the others draft one token.
-        BatchCase{"budget3", "-m " + drafter("targets/nearecho_fp32") + " -d " + drafter("exact_echo") +
-                                 " --batch-draft-budget 3", true},
+        // 9 rows for the 6 sequences: 3 draft one token in a step, the others decode plainly.
+        BatchCase{"rows9", "-m " + drafter("targets/nearecho_fp32") + " -d " + drafter("exact_echo") +
+                               " --batch-row-budget 9", true},
         BatchCase{"plain", "-m " + test::fixtures_dir() + "/tiny/llama_fp32", false}),
     [](const auto& info) { return info.param.name; });
 

@@ -75,7 +75,7 @@ class SpeculativeServer : public ::testing::Test {
   static void SetUpTestSuite() {
     // No draft cap: every round drafts the full tree even when the tests' clients overlap (the per-round counts below).
     server_ = new ServerProcess("-m " + echo_target() + " -d " + drafter("exact_echo") +
-                                " -t 1 -c 512 --batch-draft-budget -1");
+                                " -t 1 -c 512 --batch-row-budget -1");
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(server_->terminate(), 0) << server_->log();

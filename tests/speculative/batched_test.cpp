@@ -164,7 +164,7 @@ INSTANTIATE_TEST_SUITE_P(Pairs, BatchedDecoding,
                          ::testing::Values(PairCase{"drafters/targets/nearecho_fp32", "exact_echo", true},
                                            PairCase{"tiny/llama_fp32", "eagle_official"}));
 
-TEST(BatchDraftPolicy, SharesTheBudgetEvenlyAndCapsEachSequence) {
+TEST(BatchDraftPolicy, RowBudgetLeavesDraftsSharedEvenlyAndCappedPerSequence) {
   const std::vector<int> max = {3, 0, 7, 7, 1};
   EXPECT_EQ(share_draft_budget(max, -1), max);
   EXPECT_EQ(share_draft_budget(max, 0), (std::vector<int>{0, 0, 0, 0, 0}));
@@ -172,6 +172,11 @@ TEST(BatchDraftPolicy, SharesTheBudgetEvenlyAndCapsEachSequence) {
   EXPECT_EQ(share_draft_budget(max, 6), (std::vector<int>{2, 0, 2, 1, 1}));
   EXPECT_EQ(share_draft_budget(max, 2), (std::vector<int>{1, 0, 1, 0, 0}));
   EXPECT_EQ(share_draft_budget(std::vector<int>{0, 0}, 8), (std::vector<int>{0, 0}));
+  EXPECT_EQ(drafts_within_rows(8, 1), 7);
+  EXPECT_EQ(drafts_within_rows(8, 4), 4);
+  EXPECT_EQ(drafts_within_rows(8, 8), 0);
+  EXPECT_EQ(drafts_within_rows(8, 12), 0);
+  EXPECT_EQ(drafts_within_rows(-1, 12), -1);
 }
 
 TEST(TokenLogprob, LogSoftmaxAndTopAlternatives) {

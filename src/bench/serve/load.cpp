@@ -223,7 +223,9 @@ std::vector<std::string> serve_args(const BenchArgs& a, const std::string& targe
   std::vector<std::string> args = {"-m", target, "-c", std::to_string(a.context), "--max-queue",
                                    std::to_string(std::max(32, max_clients))};
   if (a.bench_threads > 0) args.insert(args.end(), {"-t", std::to_string(a.bench_threads)});
+  if (a.max_batch > 0) args.insert(args.end(), {"--max-batch", std::to_string(a.max_batch)});
   if (drafter.empty()) return args;
+  if (a.batch_row_budget >= -1) args.insert(args.end(), {"--batch-row-budget", std::to_string(a.batch_row_budget)});
   args.insert(args.end(), {"-d", drafter});
   if (!a.spec.aux_convention.empty()) args.insert(args.end(), {"--aux-layer-convention", a.spec.aux_convention});
   if (a.spec_setting_given)
