@@ -8,7 +8,7 @@ MODEL      ?= ../shared/models/pycode-llama-19m
 DRAFTER    ?= drafters/pycode-llama-19m-eagle3
 DRAFTER_WORK ?= models/pycode-drafter-work
 DEMO_PROMPT ?= import os\n\n\ndef list_python_files(root):\n
-DRAFTER_TRAIN_FLAGS ?= --epochs 1 --lr 2e-3 --eval-every 200
+DRAFTER_TRAIN_FLAGS ?= --epochs 2 --lr 2e-3 --eval-every 400
 DEMO_SPEC  ?= --speculative-num-steps 5 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8
 
 .PHONY: all deps build test test-asan fuzz demo drafter bench clean
@@ -53,7 +53,7 @@ drafter: build
 	mkdir -p $(DRAFTER_WORK) $(DRAFTER)
 	python3 scripts/pycode_corpus.py --out $(DRAFTER_WORK)/corpus.jsonl --chars 2000000 --chunk-chars 650
 	$(BUILD)/eaglet extract -m $(MODEL) --data $(DRAFTER_WORK)/corpus.jsonl --out $(DRAFTER_WORK)/extract \
-	    --regenerate --regenerate-max-tokens 160 --draft-vocab 4096
+	    --regenerate --regenerate-max-tokens 160 --draft-vocab 4096 --layers 2,4,7
 	$(BUILD)/eaglet train-draft -m $(MODEL) --data $(DRAFTER_WORK)/extract --out $(DRAFTER_WORK)/trained \
 	    $(DRAFTER_TRAIN_FLAGS)
 	cp $(DRAFTER_WORK)/trained/config.json $(DRAFTER_WORK)/trained/model.safetensors \
