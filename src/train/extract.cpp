@@ -5,6 +5,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "io/json_util.h"
@@ -141,19 +143,55 @@ GenerationLimits regenerate_limits(const Transformer& target, const ExtractOptio
   return {o.regenerate_max_tokens, 0, target.config().eos_token_ids, o.prefill_batch};
 }
 
-// The replies written so far, with a progress line (regeneration runs before the first shard, and is the long part).
-struct Replies {
-  bool show = true;
-  uint64_t count = 0;
-  int64_t tokens = 0;
-  Timer timer;
-  void add(size_t n) {
-    ++count;
-    tokens += static_cast<int64_t>(n);
-    if (show)
-      std::fprintf(stderr, "\rregenerate: %llu replies, %lld tokens, %.0f tok/s   ", static_cast<unsigned long long>(count),
-                 static_cast<long long>(tokens), static_cast<double>(tokens) / std::max(1e-9, timer.seconds()));
+// The replies so far, with a progress line (regeneration runs before the first shard, and is the long part). Each
+// reply's tokens are appended to replies.jsonl in the output folder as soon as it is made, so that a resumed
+// extraction reads the replies of the killed run instead of decoding them again (a torn last line is dropped).
+class Replies {
+ public:
+  Replies(const fs::path& path, bool show) : path_(path), show_(show) {
+    std::ifstream in(path, std::ios::binary);
+    std::string line, valid;
+    while (std::getline(in, line) && !in.eof()) {  // a last line without its newline was torn by the kill
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_array() || !std::all_of(j.begin(), j.end(), [](const nlohmann::json& t) { return t.is_number_integer(); }))
+        break;
+      cached_.push_back(j.get<std::vector<int32_t>>());
+      valid += line + "\n";
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << valid;
+    out_.open(path, std::ios::binary | std::ios::app);
+    if (!out_) fail(path.string(), ": cannot write the regenerated replies here");
   }
+  uint64_t count() const { return count_; }
+  int64_t reused() const { return reused_; }
+  // The reply of this order: the cached one, or make() appended to the cache.
+  std::vector<int32_t> next(const std::function<std::vector<int32_t>()>& make) {
+    std::vector<int32_t> reply;
+    if (count_ < cached_.size()) {
+      reply = cached_[count_];
+      ++reused_;
+    } else {
+      reply = make();
+      out_ << nlohmann::json(reply).dump() << "\n" << std::flush;
+    }
+    ++count_;
+    tokens_ += static_cast<int64_t>(reply.size());
+    if (show_)
+      std::fprintf(stderr, "\rregenerate: %llu replies (%lld from %s), %lld tokens, %.0f tok/s   ",
+                   static_cast<unsigned long long>(count_), static_cast<long long>(reused_),
+                   path_.filename().string().c_str(), static_cast<long long>(tokens_),
+                   static_cast<double>(tokens_) / std::max(1e-9, timer_.seconds()));
+    return reply;
+  }
+
+ private:
+  fs::path path_;
+  bool show_;
+  std::vector<std::vector<int32_t>> cached_;
+  std::ofstream out_;
+  uint64_t count_ = 0;
+  int64_t reused_ = 0, tokens_ = 0;
+  Timer timer_;
 };
 
 // Each regenerated reply's seed follows from --seed and the reply's order, so a rerun writes the same data.
@@ -166,14 +204,16 @@ SamplingParams reply_sampling(const ExtractOptions& o, uint64_t order) {
 // The target's reply to a conversation, in its chat format, until its end-of-turn or EOS token.
 ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const ExtractOptions& o,
                          std::shared_ptr<Replies> replies) {
-  return [&target, &tokenizer, o, replies](const std::vector<ChatMessage>& context) {
-    const ChatFormat format = chat_format_for(o.model_dir, tokenizer);
-    GenerationLimits limits = regenerate_limits(target, o);
-    const std::vector<int32_t> eot = tokenizer.encode(chat_end_of_turn(format), false);
-    if (eot.size() == 1) limits.stop_ids.push_back(eot[0]);
-    const std::vector<int32_t> prompt = tokenizer.encode(render_chat(format, context), false);
-    const std::vector<int32_t> reply = generate_plain(target, prompt, reply_sampling(o, replies->count), limits).tokens;
-    replies->add(reply.size());
+  auto format = std::make_shared<std::optional<ChatFormat>>();  // looked up at the first chat row
+  return [&target, &tokenizer, o, replies, format](const std::vector<ChatMessage>& context) {
+    if (!format->has_value()) *format = chat_format_for(o.model_dir, tokenizer);
+    const std::vector<int32_t> reply = replies->next([&] {
+      GenerationLimits limits = regenerate_limits(target, o);
+      const std::vector<int32_t> eot = tokenizer.encode(chat_end_of_turn(**format), false);
+      if (eot.size() == 1) limits.stop_ids.push_back(eot[0]);
+      const std::vector<int32_t> prompt = tokenizer.encode(render_chat(**format, context), false);
+      return generate_plain(target, prompt, reply_sampling(o, replies->count()), limits).tokens;
+    });
     return tokenizer.decode(reply, /*skip_special=*/true);
   };
 }
@@ -181,10 +221,9 @@ ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const 
 // The target's continuation of a plain prompt, as tokens, until EOS.
 PromptContinuer prompt_continuer(Transformer& target, const ExtractOptions& o, std::shared_ptr<Replies> replies) {
   return [&target, o, replies](const std::vector<int32_t>& prompt) {
-    std::vector<int32_t> reply =
-        generate_plain(target, prompt, reply_sampling(o, replies->count), regenerate_limits(target, o)).tokens;
-    replies->add(reply.size());
-    return reply;
+    return replies->next([&] {
+      return generate_plain(target, prompt, reply_sampling(o, replies->count()), regenerate_limits(target, o)).tokens;
+    });
   };
 }
 
@@ -208,26 +247,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
     fail("extract: --layers must not include ", c.num_layers, " (the final state is always written separately)");
   target->set_aux_layers(capture);  // validates the ids before any work
 
-  DatasetOptions dataset{o.max_length, {}, {}};
-  if (o.regenerate) {
-    auto replies = std::make_shared<Replies>();
-    replies->show = o.progress;
-    dataset.regenerate = reply_writer(*target, tokenizer, o, replies);
-    dataset.continue_prompt = prompt_continuer(*target, o, replies);
-  }
   const std::string data = read_file(o.data_file);  // read once: parsed here, hashed for the manifest
-  std::vector<TrainingRow> rows = parse_training_rows(data, o.data_file, tokenizer, o.model_dir, dataset);
-  if (o.regenerate && o.progress) std::fprintf(stderr, "\n");
-  target->set_aux_layers(capture);  // sorted: the final state comes last
-  const int64_t n_aux = static_cast<int64_t>(aux.size());
-  apply_budget(rows, o.max_tokens);
-  for (const TrainingRow& r : rows) {
-    sum.tokens += static_cast<int64_t>(r.ids.size());
-    sum.trained_tokens += std::count(r.loss_mask.begin(), r.loss_mask.end(), 1);
-  }
-  sum.rows = static_cast<int64_t>(rows.size());
-  sum.shards = (sum.rows + o.rows_per_shard - 1) / o.rows_per_shard;
-
   std::vector<int> sorted_aux = aux;
   std::sort(sorted_aux.begin(), sorted_aux.end());
   const nlohmann::json settings = {
@@ -251,7 +271,30 @@ ExtractSummary run_extract(const ExtractOptions& o) {
         fail(manifest_path.string(), ": this folder holds an extraction with other settings (", key, ": ",
              old.contains("settings") ? old["settings"].value(key, nlohmann::json()).dump() : "none", " here, ",
              value.dump(), " now); use another --out or remove it");
+  } else {  // the settings first: the replies regenerated into this folder belong to them
+    std::ofstream(manifest_path) << nlohmann::json{{"format", "eaglet-extract/1"}, {"settings", settings}}.dump(2) << "\n";
   }
+
+  DatasetOptions dataset{o.max_length, {}, {}};
+  std::shared_ptr<Replies> replies;
+  if (o.regenerate) {
+    replies = std::make_shared<Replies>(fs::path(o.out_dir) / "replies.jsonl", o.progress);
+    dataset.regenerate = reply_writer(*target, tokenizer, o, replies);
+    dataset.continue_prompt = prompt_continuer(*target, o, replies);
+  }
+  std::vector<TrainingRow> rows = parse_training_rows(data, o.data_file, tokenizer, o.model_dir, dataset);
+  if (o.regenerate && o.progress) std::fprintf(stderr, "\n");
+  if (replies) sum.replies_reused = replies->reused();
+  target->set_aux_layers(capture);  // sorted: the final state comes last
+  const int64_t n_aux = static_cast<int64_t>(aux.size());
+  apply_budget(rows, o.max_tokens);
+  for (const TrainingRow& r : rows) {
+    sum.tokens += static_cast<int64_t>(r.ids.size());
+    sum.trained_tokens += std::count(r.loss_mask.begin(), r.loss_mask.end(), 1);
+  }
+  sum.rows = static_cast<int64_t>(rows.size());
+  sum.shards = (sum.rows + o.rows_per_shard - 1) / o.rows_per_shard;
+
   nlohmann::json manifest = {{"format", "eaglet-extract/1"}, {"settings", settings}, {"rows", sum.rows},
                              {"tokens", sum.tokens}, {"trained_tokens", sum.trained_tokens}, {"shards", sum.shards}};
   std::ofstream(manifest_path) << manifest.dump(2) << "\n";

@@ -63,6 +63,9 @@ ExtractedData ExtractedData::open(const std::string& dir) {
   }
   if (d.hidden_ < 1 || d.hidden_ > (1 << 20) || d.vocab_ < 1 || d.vocab_ > (1 << 24))
     fail(manifest_path, ": target_hidden_size or target_vocab_size out of range");
+  if (!m.contains("shards"))
+    fail(manifest_path, ": the extraction did not finish (no shard written yet, --regenerate was still making replies); "
+         "rerun the same `eaglet extract` command, it resumes");
   const int64_t shards = json_require_int(m, manifest_path, "shards");
   if (shards < 1 || shards > (1 << 20)) fail(manifest_path, ": 'shards' must be in [1, 2^20], found ", shards);
   const int64_t W = static_cast<int64_t>(d.aux_layers_.size()) * d.hidden_;

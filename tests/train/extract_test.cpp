@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -218,6 +219,41 @@ TEST(Extract, PromptRowsTrainTheCompletion) {
   std::vector<int64_t> mask(want.size(), 0);
   std::fill(mask.begin() + static_cast<std::ptrdiff_t>(prompt_ids.size()), mask.end(), 1);
   EXPECT_EQ(ints(shard, "loss_mask"), mask);
+}
+
+// A resumed --regenerate extraction reads the replies the killed run kept in replies.jsonl (a torn last line is
+// dropped and made again) instead of decoding them again, and writes the same shards.
+TEST(Extract, ResumedRegenerationReusesTheKeptReplies) {
+  const std::string dir = test::temp_dir("extract_regenerate_resume");
+  std::string rows;
+  for (const char* p : {"def add(a, b):\n", "class Point:\n", "import os\n"})
+    rows += nlohmann::json{{"prompt", p}}.dump() + "\n";
+  test::write_file(dir + "/rows.jsonl", rows);
+  ExtractOptions o = options(tiny("llama_fp32"), dir + "/rows.jsonl", dir + "/out");
+  o.regenerate = true;
+  o.regenerate_max_tokens = 7;
+  o.rows_per_shard = 2;
+  const ExtractSummary first = run_extract(o);
+  EXPECT_EQ(first.replies_reused, 0);
+  const std::string replies = test::read_file(dir + "/out/replies.jsonl");
+  ASSERT_EQ(std::count(replies.begin(), replies.end(), '\n'), 3);
+  const std::string shard0 = dir + "/out/shard-00000.safetensors", shard1 = dir + "/out/shard-00001.safetensors";
+  const std::string bytes0 = test::read_file(shard0), bytes1 = test::read_file(shard1);
+
+  // Killed while writing the second reply: one whole line and a torn one are left, and no shard.
+  const size_t second = replies.find('\n') + 1;
+  test::write_file(dir + "/out/replies.jsonl", replies.substr(0, second + 3));
+  fs::remove(shard0);
+  fs::remove(shard1);
+  const ExtractSummary again = run_extract(o);
+  EXPECT_EQ(again.replies_reused, 1);
+  EXPECT_EQ(again.shards_skipped, 0);
+  EXPECT_EQ(test::read_file(dir + "/out/replies.jsonl"), replies);
+  EXPECT_EQ(test::read_file(shard0), bytes0);
+  EXPECT_EQ(test::read_file(shard1), bytes1);
+
+  // Nothing to make the third time.
+  EXPECT_EQ(run_extract(o).replies_reused, 3);
 }
 
 TEST(BadInputExtract, MalformedRowsAreNamed) {
