@@ -98,7 +98,7 @@ const { server, url, log } = startServer(['-m', target, '-d', drafter]);
 let browser, plainServer;
 try {
   const base = await url;
-  const prompt = 'def f(x): return x';
+  const prompt = 'import os\n\n\ndef list_python_files(root):\n';  // make demo's prompt
   const maxTokens = 64;
   const reference = await (await fetch(base + '/v1/completions', {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
