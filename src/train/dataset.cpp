@@ -85,8 +85,8 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
   std::vector<TrainingRow> rows;
   std::optional<ChatFormat> format;
   std::string line;
-  int64_t line_no = 0;
-  while (std::getline(in, line)) {
+  int64_t line_no = 0, tokens = 0;
+  while ((options.max_tokens <= 0 || tokens < options.max_tokens) && std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = path + ":" + std::to_string(line_no);
@@ -115,6 +115,7 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
       row.loss_mask.resize(static_cast<size_t>(options.max_length));
     }
     if (row.ids.size() < 2) fail(where, ": the row has ", row.ids.size(), " token(s); a training row needs 2 or more");
+    tokens += static_cast<int64_t>(row.ids.size());
     rows.push_back(std::move(row));
   }
   if (rows.empty()) fail(path, ": no rows");

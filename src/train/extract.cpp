@@ -275,7 +275,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
     std::ofstream(manifest_path) << nlohmann::json{{"format", "eaglet-extract/1"}, {"settings", settings}}.dump(2) << "\n";
   }
 
-  DatasetOptions dataset{o.max_length, {}, {}};
+  DatasetOptions dataset{o.max_length, {}, {}, o.max_tokens};
   std::shared_ptr<Replies> replies;
   if (o.regenerate) {
     replies = std::make_shared<Replies>(fs::path(o.out_dir) / "replies.jsonl", o.progress);

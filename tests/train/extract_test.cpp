@@ -254,6 +254,13 @@ TEST(Extract, ResumedRegenerationReusesTheKeptReplies) {
 
   // Nothing to make the third time.
   EXPECT_EQ(run_extract(o).replies_reused, 3);
+
+  // A token budget the first row fills: only its reply is made.
+  o.out_dir = dir + "/budget";
+  o.max_tokens = 3;
+  EXPECT_EQ(run_extract(o).tokens, 3);
+  const std::string budget_replies = test::read_file(dir + "/budget/replies.jsonl");
+  EXPECT_EQ(std::count(budget_replies.begin(), budget_replies.end(), '\n'), 1);
 }
 
 TEST(BadInputExtract, MalformedRowsAreNamed) {
