@@ -148,14 +148,23 @@ GenerationLimits regenerate_limits(const Transformer& target, const ExtractOptio
 // extraction reads the replies of the killed run instead of decoding them again (a torn last line is dropped).
 class Replies {
  public:
-  Replies(const fs::path& path, bool show) : path_(path), show_(show) {
+  Replies(const fs::path& path, int64_t vocab_size, bool show) : path_(path), show_(show) {
     std::ifstream in(path, std::ios::binary);
     std::string line, valid;
-    while (std::getline(in, line) && !in.eof()) {  // a last line without its newline was torn by the kill
+    for (int64_t line_no = 1; std::getline(in, line) && !in.eof(); ++line_no) {  // a last line without its newline
+      const std::string where = path.string() + ":" + std::to_string(line_no);  // was torn by the kill: made again
       const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (!j.is_array() || !std::all_of(j.begin(), j.end(), [](const nlohmann::json& t) { return t.is_number_integer(); }))
-        break;
-      cached_.push_back(j.get<std::vector<int32_t>>());
+      if (!j.is_array())
+        fail(where, ": expected a reply's token ids as a JSON array, found ", line.substr(0, 40),
+             "; remove the file to regenerate every reply");
+      std::vector<int32_t> reply;
+      for (const nlohmann::json& t : j) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab_size)
+          fail(where, ": token id ", t.dump(), " is not in the target's vocabulary [0, ", vocab_size,
+               "); remove the file to regenerate every reply");
+        reply.push_back(static_cast<int32_t>(t.get<int64_t>()));
+      }
+      cached_.push_back(std::move(reply));
       valid += line + "\n";
     }
     std::ofstream(path, std::ios::binary | std::ios::trunc) << valid;
@@ -278,7 +287,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   DatasetOptions dataset{o.max_length, {}, {}, o.max_tokens};
   std::shared_ptr<Replies> replies;
   if (o.regenerate) {
-    replies = std::make_shared<Replies>(fs::path(o.out_dir) / "replies.jsonl", o.progress);
+    replies = std::make_shared<Replies>(fs::path(o.out_dir) / "replies.jsonl", c.vocab_size, o.progress);
     dataset.regenerate = reply_writer(*target, tokenizer, o, replies);
     dataset.continue_prompt = prompt_continuer(*target, o, replies);
   }

@@ -255,6 +255,13 @@ TEST(Extract, ResumedRegenerationReusesTheKeptReplies) {
   // Nothing to make the third time.
   EXPECT_EQ(run_extract(o).replies_reused, 3);
 
+  // A whole line that is not a reply is refused, naming the file and line (only a torn last line is made again).
+  for (const std::string bad : {"{\"a\": 1}\n", "[1, 99999999]\n", "[4611686018427387904]\n", "[-1]\n"}) {
+    test::write_file(dir + "/out/replies.jsonl", replies.substr(0, second) + bad);
+    EXPECT_THAT(test::error_of([&] { run_extract(o); }), AllOf(HasSubstr("replies.jsonl:2"), HasSubstr("remove the file")))
+        << bad;
+  }
+
   // A token budget the first row fills: only its reply is made.
   o.out_dir = dir + "/budget";
   o.max_tokens = 3;
