@@ -80,7 +80,7 @@ float init_scale(int64_t fan_in) { return 1.7f / std::sqrt(static_cast<float>(fa
 // ones. Writing from the list that the loader checks keeps the two from drifting apart.
 void add_required(TensorBuilder& b, const TensorList& list) {
   for (const TensorSpec& t : list)
-    if (t.use == TensorUse::Required && t.kind == TensorKind::Weight)
+    if (t.use == TensorUse::Required && t.kind != TensorKind::Index)
       b.add(t.name, t.shape, t.shape.size() == 1 ? 0.0f : init_scale(t.shape[1]));
 }
 

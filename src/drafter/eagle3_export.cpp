@@ -128,7 +128,7 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
   std::vector<TensorToWrite> out;
   // Every weight on the source's list, renamed to the destination's layer prefix, bytes and dtype unchanged.
   for (const TensorSpec& spec : eagle3_tensors(c, d.layer0_prefix(), n_aux, t.vocab_size)) {
-    if (spec.kind != TensorKind::Weight || spec.use == TensorUse::Unused) continue;
+    if (spec.kind == TensorKind::Index || spec.use == TensorUse::Unused) continue;
     const TensorView* v = src.find(spec.name);
     if (v == nullptr) continue;
     std::string name = spec.name;

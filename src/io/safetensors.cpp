@@ -90,7 +90,7 @@ TensorView parse_entry(const std::string& path, const std::string& name, const n
   const auto& dt = entry.find("dtype");
   if (dt == entry.end() || !dt->is_string()) fail(where, ": missing string field 'dtype'");
   if (!parse_dtype(dt->get<std::string>(), &t.dtype))
-    fail(where, ": unsupported dtype '", dt->get<std::string>(), "' (supported: F32, F16, BF16, F8_E4M3, I64, I32, BOOL)");
+    fail(where, ": unsupported dtype '", dt->get<std::string>(), "' (supported: F32, F16, BF16, F8_E4M3, I64, I32, I8, BOOL)");
   const auto& sh = entry.find("shape");
   if (sh == entry.end() || !sh->is_array()) fail(where, ": missing array field 'shape'");
   uint64_t numel = 1;

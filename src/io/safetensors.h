@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/dtype.h"
@@ -80,6 +81,8 @@ class TensorConsumer {
   const TensorView* take_optional(const std::string& name, const std::vector<int64_t>& shape);
   // A tensor of any dtype and shape that the caller validates itself (e.g. integer vocabulary maps); nullptr if absent.
   const TensorView* take_unchecked(const std::string& name);
+  // A problem with a taken tensor that the caller found (reported by finish() with the others).
+  void problem(std::string what) { problems_.push_back(std::move(what)); }
   // Names the model knows and deliberately does not use (e.g. rotary_emb.inv_freq written by old converters).
   void declare_unused(const std::string& name, const std::string& why);
   // Allow unexpected tensors (an explicit user opt-out; never the default). They are still listed on stderr.

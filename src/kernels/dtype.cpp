@@ -9,7 +9,7 @@ size_t dtype_size(DType t) {
     case DType::F32: case DType::I32: return 4;
     case DType::F16: case DType::BF16: return 2;
     case DType::I64: return 8;
-    case DType::F8_E4M3: case DType::BOOL: return 1;
+    case DType::F8_E4M3: case DType::I8: case DType::BOOL: return 1;
   }
   return 0;
 }
@@ -22,6 +22,7 @@ std::string_view dtype_name(DType t) {
     case DType::F8_E4M3: return "F8_E4M3";
     case DType::I64: return "I64";
     case DType::I32: return "I32";
+    case DType::I8: return "I8";
     case DType::BOOL: return "BOOL";
   }
   return "?";
@@ -29,7 +30,7 @@ std::string_view dtype_name(DType t) {
 
 bool parse_dtype(std::string_view name, DType* out) {
   static constexpr DType all[] = {DType::F32, DType::F16, DType::BF16, DType::F8_E4M3,
-                                  DType::I64, DType::I32, DType::BOOL};
+                                  DType::I64, DType::I32, DType::I8, DType::BOOL};
   for (DType t : all) {
     if (dtype_name(t) == name) {
       *out = t;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/quantized.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -32,6 +33,18 @@ float load_as_f32(const void* data, DType dtype, int64_t i) {
 namespace detail {
 void matmul_rows_scalar(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
   const int64_t K = w.cols, N = w.rows, ld = w.row_stride();
+  if (w.quantized()) {  // what the codes mean, in fp32 (matmul() computes quantized formats by their own kernels)
+    std::vector<float> row(static_cast<size_t>(K));
+    for (int64_t n = n0; n < n1; ++n) {
+      dequantize_row(w, n, row.data());
+      for (int64_t m = 0; m < M; ++m) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < K; ++k) acc += x[m * ldx + k] * row[static_cast<size_t>(k)];
+        y[m * N + n] = acc;
+      }
+    }
+    return;
+  }
   for (int64_t n = n0; n < n1; ++n)
     for (int64_t m = 0; m < M; ++m) {
       float acc = 0.0f;
@@ -47,7 +60,8 @@ void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w
 
 namespace {
 using RowsFn = void (*)(float*, const float*, int64_t, int64_t, const WeightMatrix&, int64_t, int64_t);
-RowsFn rows_function() {
+RowsFn rows_function(const WeightMatrix& w) {
+  if (w.quantized()) return &detail::matmul_rows_scalar;
   switch (active_isa()) {
     case Isa::Avx512Bf16:
     case Isa::Avx512: return &detail::matmul_rows_avx512;
@@ -61,11 +75,11 @@ RowsFn rows_function() {
 void matmul_serial_strided(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w) {
   if (w.dtype == DType::BF16 && active_isa() == Isa::Avx512Bf16)
     fail("matmul_serial: bf16 weights go through matmul()");  // not needed by any caller yet
-  rows_function()(y, x, ldx, M, w, 0, w.rows);
+  rows_function(w)(y, x, ldx, M, w, 0, w.rows);
 }
 
 void matmul_fp32_activations(float* y, const float* x, int64_t M, const WeightMatrix& w) {
-  rows_function()(y, x, w.cols, M, w, 0, w.rows);
+  rows_function(w)(y, x, w.cols, M, w, 0, w.rows);
 }
 
 void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) { matmul_serial_strided(y, x, w.cols, M, w); }
@@ -93,15 +107,17 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
   // kernels (4, 6, 8), so tiles split only at a matrix's end.
   constexpr int64_t kBlock = 24;
   // Work items over the concatenated rows of all outputs; bf16 weights on the BF16 path share one bf16 copy of x.
+  // Quantized integer formats share one quantization of x (kernels/quantized.h).
   std::vector<int64_t> first_block;
   int64_t blocks = 0, cols = -1;
-  bool bf16_path = active_isa() == Isa::Avx512Bf16;
+  bool bf16_path = active_isa() == Isa::Avx512Bf16, integer_weights = false;
   for (const MatmulOutput& o : outputs) {
     first_block.push_back(blocks);
     blocks += (o.w.rows + kBlock - 1) / kBlock;
     if (cols >= 0 && cols != o.w.cols) fail("matmul_group: outputs must share the input width");
     cols = o.w.cols;
-    bf16_path = bf16_path && o.w.dtype == DType::BF16;
+    bf16_path = bf16_path && o.w.dtype == DType::BF16 && !o.w.quantized();
+    integer_weights = integer_weights || o.w.format == WeightFormat::Int8Channel || o.w.format == WeightFormat::Int4Group;
   }
   const int64_t kp = (cols + 31) / 32 * 32;
   thread_local std::vector<uint16_t> xb;
@@ -109,8 +125,10 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
     if (static_cast<int64_t>(xb.size()) < M * kp) xb.resize(static_cast<size_t>(M * kp));
     detail::convert_to_bf16_padded(xb.data(), x, M, cols, kp);
   }
-  const uint16_t* xbp = xb.data();
-  const RowsFn rows = rows_function();
+  thread_local QuantizedActivations xq;
+  if (integer_weights) xq.quantize(x, cols, M, cols);
+  const uint16_t* xbp = xb.data();  // pointers: inside the lambda a thread_local name is the worker's own
+  const QuantizedActivations* xqp = &xq;
   const MatmulOutput* outs = outputs.begin();
   const size_t count = outputs.size();
   pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1, int) {
@@ -120,8 +138,14 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
       if (lo >= hi) continue;
       const MatmulOutput& o = outs[i];
       const int64_t n0 = (lo - first_block[i]) * kBlock, n1 = std::min((hi - first_block[i]) * kBlock, o.w.rows);
-      if (bf16_path) detail::matmul_rows_avx512bf16(o.y, xbp, kp, M, o.w, n0, n1);
-      else rows(o.y, x, cols, M, o.w, n0, n1);
+      switch (o.w.format) {
+        case WeightFormat::Int8Channel:
+        case WeightFormat::Int4Group: detail::matmul_rows_int_portable(o.y, *xqp, o.w, n0, n1); break;
+        case WeightFormat::Fp8Block: detail::matmul_rows_fp8_portable(o.y, x, cols, M, o.w, n0, n1); break;
+        case WeightFormat::Dense:
+          if (bf16_path) detail::matmul_rows_avx512bf16(o.y, xbp, kp, M, o.w, n0, n1);
+          else rows_function(o.w)(o.y, x, cols, M, o.w, n0, n1);
+      }
     }
   });
 }

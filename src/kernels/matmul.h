@@ -11,14 +11,34 @@ namespace eaglet {
 
 class ThreadPool;
 
+// How a weight matrix is stored. Quantized formats are computed from their stored bytes (codes + scales); no
+// dequantized copy is made.
+enum class WeightFormat {
+  Dense,        // F32, BF16 or F16 elements
+  Int8Channel,  // I8 codes [rows, cols], one scale per output row: W[r, c] = code · scale[r]
+  Int4Group,    // compressed-tensors pack-quantized: I32 words [rows, cols / 8], nibble c % 8 of word c / 8 holds
+                // code + 8 (code in [-8, 7]); W[r, c] = code · scale[r, c / group]
+  Fp8Block,     // F8_E4M3 codes [rows, cols]; W[r, c] = code · scale[r / group, c / group] (DeepSeek weight_scale_inv)
+};
+
 struct WeightMatrix {
   const void* data = nullptr;  // row-major [rows, cols], no alignment guarantee
   DType dtype = DType::F32;
   int64_t rows = 0;  // output features (N)
   int64_t cols = 0;  // input features (K)
-  int64_t stride = 0;  // elements from one row to the next; 0: cols (contiguous)
+  int64_t stride = 0;  // elements from one row to the next; 0: cols (contiguous); Dense only
+  WeightFormat format = WeightFormat::Dense;
+  const void* scales = nullptr;  // quantized formats: row-major scales (see WeightFormat)
+  DType scale_dtype = DType::F32;
+  int64_t group = 0;  // Int4Group: columns per scale; Fp8Block: the block edge (128)
   int64_t row_stride() const { return stride > 0 ? stride : cols; }
+  bool quantized() const { return format != WeightFormat::Dense; }
+  int64_t scale_cols() const;  // scales per row (Int8Channel 1, Int4Group cols / group, Fp8Block ceil(cols / group))
+  size_t nbytes() const;       // bytes of the codes or elements (not the scales)
 };
+
+// Row n of W as fp32, [cols] (what the stored codes and scales mean).
+void dequantize_row(const WeightMatrix& w, int64_t n, float* out);
 
 // y[M, rows] = x[M, cols] · Wᵀ. Uses the active ISA (kernels/cpu_features.h) and the pool's threads. With AVX-512
 // BF16, bf16 weights meet activations rounded to bf16 (as Hugging Face computes bf16 models); other paths keep
@@ -46,7 +66,7 @@ void matmul_fp32_activations(float* y, const float* x, int64_t M, const WeightMa
 void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb);
 void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb);
 
-// Plain C++ loops, the reference the vector kernels are tested against.
+// Plain C++ loops, the reference the vector kernels are tested against (quantized formats: dequantize_row and fp32).
 void matmul_reference(float* y, const float* x, int64_t M, const WeightMatrix& w);
 
 // Reads element i of a weight (or any F32/BF16/F16 vector) as fp32.

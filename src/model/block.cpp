@@ -16,15 +16,17 @@ TensorList block_tensors(const BlockSpec& b, const std::string& p) {
   if (b.attention == AttentionKind::Mla)
     add(mla_tensors(b, p));
   else
-    add({{p + "self_attn.q_proj.weight", {b.q_dim(), in}},
-         {p + "self_attn.k_proj.weight", {b.kv_dim(), in}},
-         {p + "self_attn.v_proj.weight", {b.kv_dim(), in}},
-         {p + "self_attn.o_proj.weight", {H, b.q_dim()}}});
+    add({{p + "self_attn.q_proj.weight", {b.q_dim(), in}, TensorUse::Required, TensorKind::Linear},
+         {p + "self_attn.k_proj.weight", {b.kv_dim(), in}, TensorUse::Required, TensorKind::Linear},
+         {p + "self_attn.v_proj.weight", {b.kv_dim(), in}, TensorUse::Required, TensorKind::Linear},
+         {p + "self_attn.o_proj.weight", {H, b.q_dim()}, TensorUse::Required, TensorKind::Linear}});
   t.push_back({p + "post_attention_layernorm.weight", {H}});
   if (b.mlp == MlpKind::Moe)
     add(moe_tensors(b, p));
   else
-    add({{p + "mlp.gate_proj.weight", {I, H}}, {p + "mlp.up_proj.weight", {I, H}}, {p + "mlp.down_proj.weight", {H, I}}});
+    add({{p + "mlp.gate_proj.weight", {I, H}, TensorUse::Required, TensorKind::Linear},
+         {p + "mlp.up_proj.weight", {I, H}, TensorUse::Required, TensorKind::Linear},
+         {p + "mlp.down_proj.weight", {H, I}, TensorUse::Required, TensorKind::Linear}});
   if (b.attention == AttentionKind::Gqa)
     t.push_back({p + "self_attn.rotary_emb.inv_freq", {}, TensorUse::Unused, TensorKind::Weight,
                  "RoPE frequencies are recomputed from config.json (a buffer saved by old HF conversions)"});
@@ -52,11 +54,10 @@ std::vector<float> to_f32(const TensorView* t) {
   return out;
 }
 
-Linear as_linear(const TensorView& weight) { return Linear{as_matrix(&weight), {}}; }
 
 BlockWeights BlockWeights::bind(const BlockSpec& b, const std::string& p, const LoadedTensors& t) {
   auto linear = [&](const std::string& name, bool bias) {
-    return Linear{as_matrix(&t.get(p + name + ".weight")), bias ? to_f32(&t.get(p + name + ".bias")) : std::vector<float>{}};
+    return Linear{t.matrix(p + name + ".weight"), bias ? to_f32(&t.get(p + name + ".bias")) : std::vector<float>{}};
   };
   BlockWeights w;
   w.attn_norm = to_f32(&t.get(p + "input_layernorm.weight"));

@@ -86,7 +86,9 @@ struct MlaWeights {
   Linear q_a, q_b, kv_a;                      // q_a/q_b empty without q LoRA (then BlockWeights::q is q_proj)
   std::vector<float> q_a_norm, kv_a_norm;     // [q_lora_rank], [kv_lora_rank]
   WeightMatrix kv_b;                          // [H·(nope + v), kv_lora_rank]: W_UK and W_UV rows of each head
-  std::vector<std::byte> uk_t;                // W_UK of each head transposed, [H, kv_lora_rank, nope], kv_b's dtype
+  std::vector<float> kv_b_f32;                // a quantized kv_b dequantized (W_UV's rows are viewed per head)
+  std::vector<std::byte> uk_t;                // W_UK of each head transposed, [H, kv_lora_rank, nope], kv_b_dense's dtype
+  WeightMatrix kv_b_dense() const;            // kv_b, or its dequantized copy
 };
 
 struct Expert {
@@ -154,7 +156,6 @@ void run_block(const BlockSpec& spec, const BlockWeights& w, float* x, int64_t M
 // A checkpoint tensor as a weight matrix (viewed in place) or as an fp32 vector (copied); null gives empty.
 WeightMatrix as_matrix(const TensorView* t);
 std::vector<float> to_f32(const TensorView* t);
-Linear as_linear(const TensorView& weight);
 
 // The block kinds beyond Llama's, one file each: their tensors, weights and computation.
 TensorList mla_tensors(const BlockSpec& spec, const std::string& prefix);

@@ -260,6 +260,8 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   if (c.mtp_layers < 0 || c.mtp_layers > kMaxLayers)
     fail(where, ": field 'num_nextn_predict_layers' must be in [0, ", kMaxLayers, "], found ", c.mtp_layers);
   c.torch_dtype = r.is_set("torch_dtype") ? r.text("torch_dtype") : r.text("dtype");
+  // Kimi-K2.5 keeps it at the top level; a text_config may carry its own.
+  c.quant = QuantConfig::parse(j.contains("quantization_config") ? j : *text, c.file);
   for (int64_t i = 0; i < c.num_layers; ++i) c.blocks.push_back(arch.block(c, r, i));
 
   const json ids = {{"bos_token_id", r.value("bos_token_id")}, {"eos_token_id", r.value("eos_token_id")}};

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/block.h"
+#include "model/quantization.h"
 
 namespace eaglet {
 
@@ -65,6 +66,7 @@ struct ModelConfig : LayerShape {
   int64_t bos_token_id = -1;
   std::vector<int64_t> eos_token_ids;  // generation stop set
   std::string torch_dtype;
+  QuantConfig quant;  // quantization_config: how projection weights may be stored
 
   // config.json (+ generation_config.json) of a Hugging Face folder, read through its architecture's declared keys.
   static ModelConfig load(const std::string& model_dir);

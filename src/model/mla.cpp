@@ -35,6 +35,8 @@ TensorList mla_tensors(const BlockSpec& b, const std::string& p) {
                      {p + "self_attn.kv_a_layernorm.weight", {a.kv_lora_rank}},
                      {p + "self_attn.kv_b_proj.weight", {heads * (a.qk_nope_dim + a.v_head_dim), a.kv_lora_rank}},
                      {p + "self_attn.o_proj.weight", {H, heads * a.v_head_dim}}});
+  for (TensorSpec& spec : t)
+    if (spec.shape.size() == 2) spec.kind = TensorKind::Linear;
   return t;
 }
 
@@ -42,27 +44,39 @@ void bind_mla(const BlockSpec& b, const std::string& p, const LoadedTensors& t, 
   const MlaShape& a = b.mla;
   MlaWeights& m = w.mla;
   if (a.q_lora_rank > 0) {
-    m.q_a = as_linear(t.get(p + "self_attn.q_a_proj.weight"));
+    m.q_a = {t.matrix(p + "self_attn.q_a_proj.weight"), {}};
     m.q_a_norm = to_f32(&t.get(p + "self_attn.q_a_layernorm.weight"));
-    m.q_b = as_linear(t.get(p + "self_attn.q_b_proj.weight"));
+    m.q_b = {t.matrix(p + "self_attn.q_b_proj.weight"), {}};
   } else {
-    w.q = as_linear(t.get(p + "self_attn.q_proj.weight"));
+    w.q = {t.matrix(p + "self_attn.q_proj.weight"), {}};
   }
-  m.kv_a = as_linear(t.get(p + "self_attn.kv_a_proj_with_mqa.weight"));
+  m.kv_a = {t.matrix(p + "self_attn.kv_a_proj_with_mqa.weight"), {}};
   m.kv_a_norm = to_f32(&t.get(p + "self_attn.kv_a_layernorm.weight"));
-  m.kv_b = as_matrix(&t.get(p + "self_attn.kv_b_proj.weight"));
-  w.o = as_linear(t.get(p + "self_attn.o_proj.weight"));
-  // W_UK[h]ᵀ, copied element by element in the stored dtype (exact): q_abs is then a plain matmul per head. This is
-  // H·nope·rank elements per layer, half of kv_b_proj; a quantised kv_b_proj is dequantised here.
+  m.kv_b = t.matrix(p + "self_attn.kv_b_proj.weight");
+  w.o = {t.matrix(p + "self_attn.o_proj.weight"), {}};
+  // The absorbed form views W_UV[h] per head in place, which a block-scaled code matrix does not allow: a quantized
+  // kv_b_proj (rank x H·(nope + v) values per layer, under 2% of a layer) is dequantized to fp32 here.
+  if (m.kv_b.quantized()) {
+    m.kv_b_f32.resize(static_cast<size_t>(m.kv_b.rows * m.kv_b.cols));
+    for (int64_t r = 0; r < m.kv_b.rows; ++r) dequantize_row(m.kv_b, r, &m.kv_b_f32[static_cast<size_t>(r * m.kv_b.cols)]);
+  }
+  // W_UK[h]ᵀ, copied element by element (exact): q_abs is then a plain matmul per head. This is H·nope·rank elements
+  // per layer, half of kv_b_proj.
+  const WeightMatrix kv_b = m.kv_b_dense();
   const int64_t R = a.kv_lora_rank, nope = a.qk_nope_dim, rows_per_head = nope + a.v_head_dim;
-  const size_t e = dtype_size(m.kv_b.dtype);
-  const auto* src = static_cast<const std::byte*>(m.kv_b.data);
+  const size_t e = dtype_size(kv_b.dtype);
+  const auto* src = static_cast<const std::byte*>(kv_b.data);
   m.uk_t.resize(static_cast<size_t>(b.num_heads * R * nope) * e);
   for (int64_t h = 0; h < b.num_heads; ++h)
     for (int64_t d = 0; d < nope; ++d)
       for (int64_t c = 0; c < R; ++c)
         std::memcpy(&m.uk_t[static_cast<size_t>((h * R + c) * nope + d) * e],
                     src + static_cast<size_t>((h * rows_per_head + d) * R + c) * e, e);
+}
+
+WeightMatrix MlaWeights::kv_b_dense() const {
+  if (kv_b_f32.empty()) return kv_b;
+  return {kv_b_f32.data(), DType::F32, kv_b.rows, kv_b.cols};
 }
 
 namespace {
@@ -135,10 +149,11 @@ void mla_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
     }
   }
   // q_abs[h] = W_UK[h]ᵀ q_nope[h], into the first R columns of each head's query.
-  const size_t e = dtype_size(m.kv_b.dtype);
+  const WeightMatrix kv_b = m.kv_b_dense();
+  const size_t e = dtype_size(kv_b.dtype);
   for (int64_t h = 0; h < heads; ++h) {
     gather_head(s.head_in.data(), nope, q, heads * qk, h * qk, M);
-    const WeightMatrix uk_t{&m.uk_t[static_cast<size_t>(h * R * nope) * e], m.kv_b.dtype, R, nope};
+    const WeightMatrix uk_t{&m.uk_t[static_cast<size_t>(h * R * nope) * e], kv_b.dtype, R, nope};
     matmul(s.head_out.data(), s.head_in.data(), M, uk_t, thread_pool());
     scatter_head(queries, heads * key, h * key, s.head_out.data(), R, M);
   }
@@ -154,10 +169,10 @@ void mla_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
   }
   if (first != M) fail("mla_attention: the sequences hold ", first, " rows, the batch ", M);
   // o[h] = W_UV[h] o_lat[h]: W_UV[h] is a block of kv_b_proj's rows, viewed in place.
-  const auto* kv_b = static_cast<const std::byte*>(m.kv_b.data);
+  const auto* kv_b_bytes = static_cast<const std::byte*>(kv_b.data);
   for (int64_t h = 0; h < heads; ++h) {
     gather_head(s.head_in.data(), R, s.latent.data(), heads * R, h * R, M);
-    const WeightMatrix uv{kv_b + static_cast<size_t>((h * (nope + V) + nope) * R) * e, m.kv_b.dtype, V, R};
+    const WeightMatrix uv{kv_b_bytes + static_cast<size_t>((h * (nope + V) + nope) * R) * e, kv_b.dtype, V, R};
     matmul(s.head_out.data(), s.head_in.data(), M, uv, thread_pool());
     scatter_head(s.att.data(), heads * V, h * V, s.head_out.data(), V, M);
   }

@@ -20,14 +20,14 @@ namespace eaglet {
 namespace {
 
 void add_swiglu_tensors(TensorList& t, const std::string& p, int64_t inter, int64_t hidden) {
-  t.push_back({p + "gate_proj.weight", {inter, hidden}});
-  t.push_back({p + "up_proj.weight", {inter, hidden}});
-  t.push_back({p + "down_proj.weight", {hidden, inter}});
+  t.push_back({p + "gate_proj.weight", {inter, hidden}, TensorUse::Required, TensorKind::Linear});
+  t.push_back({p + "up_proj.weight", {inter, hidden}, TensorUse::Required, TensorKind::Linear});
+  t.push_back({p + "down_proj.weight", {hidden, inter}, TensorUse::Required, TensorKind::Linear});
 }
 
 Expert bind_expert(const LoadedTensors& t, const std::string& p) {
-  return {as_linear(t.get(p + "gate_proj.weight")), as_linear(t.get(p + "up_proj.weight")),
-          as_linear(t.get(p + "down_proj.weight"))};
+  return {{t.matrix(p + "gate_proj.weight"), {}}, {t.matrix(p + "up_proj.weight"), {}},
+          {t.matrix(p + "down_proj.weight"), {}}};
 }
 
 // Indices of the k largest values (ties: the lower index first, so the choice is deterministic).

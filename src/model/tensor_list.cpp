@@ -17,12 +17,19 @@ const TensorView& LoadedTensors::get(const std::string& name) const {
   return *t;
 }
 
+WeightMatrix LoadedTensors::matrix(const std::string& name) const {
+  if (auto it = linears_.find(name); it != linears_.end()) return it->second;
+  const TensorView& t = get(name);
+  return {t.data, t.dtype, t.dim(0), t.dim(1)};
+}
+
 LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list, const std::string& description,
-                           bool allow_unlisted) {
+                           bool allow_unlisted, const QuantConfig& quant) {
   TensorConsumer take(checkpoint, description);
   take.allow_unexpected(allow_unlisted);
   LoadedTensors out;
   std::map<std::string, std::vector<std::string>> ignored;  // by reason
+  int64_t quantized = 0;
   for (const TensorSpec& t : list) {
     const TensorView* v = nullptr;
     if (t.use == TensorUse::Unused && !t.name.empty() && t.name.back() == '*') {  // every tensor under a prefix
@@ -38,6 +45,12 @@ LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list,
       take.declare_unused(t.name, t.note);
       continue;
     }
+    if (t.kind == TensorKind::Linear) {
+      const WeightMatrix w = take_linear(take, checkpoint, t.name, t.shape.at(0), t.shape.at(1), quant);
+      if (w.data != nullptr) out.linears_[t.name] = w;
+      if (w.quantized()) ++quantized;
+      continue;
+    }
     if (t.kind == TensorKind::Index)
       v = take.take_unchecked(t.name);
     else if (t.use == TensorUse::Optional)
@@ -50,6 +63,9 @@ LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list,
   for (const auto& [why, names] : ignored)
     std::cerr << "note: " << checkpoint.source() << ": ignoring " << names.size() << " tensor(s) such as "
               << names.front() << ": " << why << "\n";
+  if (quantized > 0)
+    std::cerr << "note: " << checkpoint.source() << ": " << quantized << " of " << out.linears_.size()
+              << " projection weights are quantized (" << quant.description << "), the rest dense\n";
   return out;
 }
 

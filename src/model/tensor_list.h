@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "model/quantization.h"
 
 namespace eaglet {
 
@@ -20,6 +21,7 @@ enum class TensorUse {
 enum class TensorKind {
   Weight,  // F32, BF16 or F16 with exactly `shape`
   Index,   // integer or boolean, any shape: the model validates it (vocabulary maps)
+  Linear,  // a projection's weight [out, in]: dense, or quantized as the checkpoint declares (model/quantization.h)
 };
 
 struct TensorSpec {
@@ -37,17 +39,20 @@ class LoadedTensors {
  public:
   const TensorView* find(const std::string& name) const;  // null when absent (optional) or unused
   const TensorView& get(const std::string& name) const;   // a present tensor; a missing one is a programming error
+  // A Linear (as stored: dense or quantized) or a dense Weight as a matrix.
+  WeightMatrix matrix(const std::string& name) const;
 
  private:
-  friend LoadedTensors load_tensors(const Checkpoint&, const TensorList&, const std::string&, bool);
+  friend LoadedTensors load_tensors(const Checkpoint&, const TensorList&, const std::string&, bool, const QuantConfig&);
   std::map<std::string, const TensorView*> tensors_;
+  std::map<std::string, WeightMatrix> linears_;
 };
 
 // Takes every tensor of `list` from the checkpoint. Missing required tensors, wrong shapes or dtypes, and tensors of
 // the checkpoint that are not on the list fail together, in one error naming them and `description`;
 // `allow_unlisted` is the user's explicit opt-out for the last (they are still printed). Unused tensors that are
-// present are printed on stderr with the reason.
+// present are printed on stderr with the reason; so are the Linears stored quantized, by format.
 LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list, const std::string& description,
-                           bool allow_unlisted = false);
+                           bool allow_unlisted = false, const QuantConfig& quant = {});
 
 }  // namespace eaglet

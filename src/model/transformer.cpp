@@ -20,7 +20,8 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& model_dir, con
   t->checkpoint_ = Checkpoint::open_dir(model_dir);
   const ModelConfig& c = t->config_;
   const TensorList list = architecture_for(c.model_type, c.file).tensors(c);
-  t->bind_weights(load_tensors(t->checkpoint_, list, c.model_type + " model " + c.dir, options.allow_unused_tensors));
+  t->bind_weights(
+      load_tensors(t->checkpoint_, list, c.model_type + " model " + c.dir, options.allow_unused_tensors, c.quant));
   t->inv_freq_ = c.rope.inv_freq(c.head_dim);
   return t;
 }

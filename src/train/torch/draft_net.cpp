@@ -9,7 +9,7 @@ DraftNet::DraftNet(const DrafterConfig& c, int64_t num_aux, torch::Tensor embed)
   if (c.num_layers != 1 || c.norm_before_residual || c.norm_before_fc || c.fc_norm || c.norm_output)
     fail("train-draft: only the plain one-layer EAGLE-3 drafter is trained (no norm_before_* / fc_norm / norm_output)");
   for (const TensorSpec& spec : eagle3_tensors(c, "midlayer.", num_aux, c.vocab_size)) {
-    if (spec.kind != TensorKind::Weight || spec.use == TensorUse::Unused || spec.name == "embed_tokens.weight") continue;
+    if (spec.kind == TensorKind::Index || spec.use == TensorUse::Unused || spec.name == "embed_tokens.weight") continue;
     params_[spec.name] = torch::zeros(spec.shape, torch::kFloat32).set_requires_grad(true);
   }
   const std::vector<float> inv = c.rope.inv_freq(c.head_dim);

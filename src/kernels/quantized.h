@@ -1,0 +1,42 @@
+#pragma once
+// Matmuls over quantized weights (WeightFormat in kernels/matmul.h), computed from the stored codes and scales.
+//
+// Int8Channel and Int4Group meet activations quantized the same way on every path: each activation row on its own,
+// in blocks of 32 (scale = absmax / 127, code = round-to-nearest-even(x · 127 / absmax)), so a row's result does not
+// depend on the other rows of the batch. Block b of row m and weight row n contributes
+//     xs[m, b] · ws(n, b) · Σ_{k in b} xq[m, k] · wq[n, k]        (the sum is exact in int32)
+// where ws is the row's scale (Int8Channel) or its group's (Int4Group; groups are multiples of 32).
+// Fp8Block meets the activations as dense weights do (bf16-rounded on the AVX-512 BF16 path, fp32 elsewhere); each
+// 128-column block is summed, then scaled by its weight_scale_inv.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul.h"
+
+namespace eaglet {
+
+constexpr int64_t kActivationBlock = 32;
+
+struct QuantizedActivations {
+  int64_t rows = 0, kp = 0;     // kp: columns rounded up to a multiple of 32, the tail zero
+  std::vector<int8_t> codes;    // [rows, kp]
+  std::vector<float> scales;    // [rows, kp / 32]
+  std::vector<int32_t> sums;    // [rows, kp / 32]: Σ of each block's codes (the Int4Group kernels' offset of 8)
+  void quantize(const float* x, int64_t ldx, int64_t M, int64_t K);
+};
+
+// The weight scale that multiplies activation block b of weight row n (Int8Channel, Int4Group).
+float weight_block_scale(const WeightMatrix& w, int64_t n, int64_t b);
+
+// Checks what a WeightMatrix of a quantized format needs (group, shapes of the codes); an Error names `what`.
+void check_quantized_layout(const WeightMatrix& w, const std::string& what);
+
+namespace detail {
+// Rows [n0, n1) of y[M, w.rows] on the calling thread, plain C++.
+void matmul_rows_int_portable(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1);
+void matmul_rows_fp8_portable(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0,
+                              int64_t n1);
+}  // namespace detail
+
+}  // namespace eaglet
