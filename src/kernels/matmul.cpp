@@ -110,15 +110,18 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
   // Quantized integer formats share one quantization of x (kernels/quantized.h).
   std::vector<int64_t> first_block;
   int64_t blocks = 0, cols = -1;
-  bool bf16_path = active_isa() == Isa::Avx512Bf16, integer_weights = false;
+  const bool bf16_isa = active_isa() == Isa::Avx512Bf16;
+  bool bf16_path = bf16_isa, integer_weights = false, fp8_weights = false;
   for (const MatmulOutput& o : outputs) {
     first_block.push_back(blocks);
     blocks += (o.w.rows + kBlock - 1) / kBlock;
     if (cols >= 0 && cols != o.w.cols) fail("matmul_group: outputs must share the input width");
     cols = o.w.cols;
-    bf16_path = bf16_path && o.w.dtype == DType::BF16 && !o.w.quantized();
+    bf16_path = bf16_path && ((o.w.dtype == DType::BF16 && !o.w.quantized()) || o.w.format == WeightFormat::Fp8Block);
     integer_weights = integer_weights || o.w.format == WeightFormat::Int8Channel || o.w.format == WeightFormat::Int4Group;
+    fp8_weights = fp8_weights || o.w.format == WeightFormat::Fp8Block;
   }
+  bf16_path = bf16_path || (bf16_isa && fp8_weights);  // fp8 always meets bf16 activations there
   const int64_t kp = (cols + 31) / 32 * 32;
   thread_local std::vector<uint16_t> xb;
   if (bf16_path) {
@@ -141,9 +144,12 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
       switch (o.w.format) {
         case WeightFormat::Int8Channel:
         case WeightFormat::Int4Group: detail::matmul_rows_int_portable(o.y, *xqp, o.w, n0, n1); break;
-        case WeightFormat::Fp8Block: detail::matmul_rows_fp8_portable(o.y, x, cols, M, o.w, n0, n1); break;
+        case WeightFormat::Fp8Block:
+          if (bf16_isa) detail::matmul_rows_avx512bf16_fp8(o.y, xbp, kp, M, o.w, n0, n1);
+          else detail::matmul_rows_fp8_portable(o.y, x, cols, M, o.w, n0, n1);
+          break;
         case WeightFormat::Dense:
-          if (bf16_path) detail::matmul_rows_avx512bf16(o.y, xbp, kp, M, o.w, n0, n1);
+          if (bf16_path && o.w.dtype == DType::BF16) detail::matmul_rows_avx512bf16(o.y, xbp, kp, M, o.w, n0, n1);
           else rows_function(o.w)(o.y, x, cols, M, o.w, n0, n1);
       }
     }

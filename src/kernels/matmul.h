@@ -80,6 +80,9 @@ void matmul_rows_scalar(float* y, const float* x, int64_t ldx, int64_t M, const 
 // BF16 weights with bf16-rounded activations xb [M, kp] (kp = K rounded up to 32, zero padded).
 void matmul_rows_avx512bf16(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
                             int64_t n1);
+// Fp8Block weights, the same way (bf16 codes widened in registers, one sum per block, scaled).
+void matmul_rows_avx512bf16_fp8(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
+                                int64_t n1);
 void convert_to_bf16_padded(uint16_t* out, const float* x, int64_t M, int64_t K, int64_t kp);
 void gemm_nn_avx512(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb);
 void gemm_nn_avx2(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb);

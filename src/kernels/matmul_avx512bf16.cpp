@@ -1,5 +1,7 @@
-// AVX-512 BF16 matmul for bf16 weights: activations are rounded to bf16 once per matmul and multiplied with
-// vdpbf16ps, 32 products per instruction with fp32 accumulation, weights used straight from the checkpoint.
+// AVX-512 BF16 matmul for bf16 and fp8 (E4M3, block-scaled) weights: activations are rounded to bf16 once per matmul
+// and multiplied with vdpbf16ps, 32 products per instruction with fp32 accumulation. bf16 weights are used straight
+// from the checkpoint; fp8 codes are widened to bf16 in registers (exactly: every E4M3 value is a bf16 value), each
+// block of `group` columns summed on its own and scaled by its weight_scale_inv.
 // Each output's k-order is the same for every M and tile, so a verify batch and a single token give identical results.
 // Everything shared with other translation units is included before the target switch (see matmul_avx512.cpp).
 #include <algorithm>
@@ -19,67 +21,145 @@ namespace eaglet::detail {
 
 namespace {
 
+// 32 E4M3 codes as 32 bf16 values. Normal codes move their exponent and mantissa into place (bias 7 -> 127);
+// the seven subnormal magnitudes (m · 2^-9) come from a table. NaN codes (0x7f, 0xff; never in a checkpoint's
+// weights) would read as ±480.
+inline __m512i fp8_to_bf16(const uint8_t* p) {
+  const __m512i v = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));  // sign-extended
+  const __m512i mag = _mm512_and_si512(_mm512_slli_epi16(v, 4), _mm512_set1_epi16(0x07f0));
+  const __m512i normal = _mm512_add_epi16(mag, _mm512_set1_epi16(0x3c00));
+  alignas(64) static const uint16_t kSubnormal[32] = {0, 0x3b00, 0x3b80, 0x3bc0, 0x3c00, 0x3c20, 0x3c40, 0x3c60};
+  const __m512i sub = _mm512_permutexvar_epi16(v, _mm512_load_si512(kSubnormal));  // index: the low 5 bits = m
+  const __m512i value = _mm512_mask_mov_epi16(normal, _mm512_cmplt_epu16_mask(mag, _mm512_set1_epi16(0x80)), sub);
+  return _mm512_ternarylogic_epi32(value, v, _mm512_set1_epi16(static_cast<int16_t>(0x8000)), 0xf8);  // a | (b & c)
+}
+
+template <bool kFp8>
+inline __m512bh load_weights(const void* row, int64_t k) {
+  if constexpr (kFp8) return (__m512bh)fp8_to_bf16(static_cast<const uint8_t*>(row) + k);
+  else return (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(row) + k);
+}
+
+template <bool kFp8>
+inline __m512bh load_weights_tail(const void* row, int64_t k, int64_t n) {
+  if constexpr (kFp8) {
+    alignas(32) uint8_t buf[32] = {};
+    std::memcpy(buf, static_cast<const uint8_t*>(row) + k, static_cast<size_t>(n));
+    return (__m512bh)fp8_to_bf16(buf);
+  } else {
+    const __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << n) - 1);  // lanes past K read as zero, never fault
+    return (__m512bh)_mm512_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(row) + k);
+  }
+}
+
+// Where a tile's operands are: bf16 activations xb [M, kp]; weights (ld elements per row; fp8: block scales too).
+struct TileArgs {
+  float* y;
+  const uint16_t* xb;
+  int64_t kp, K, N, ld;
+  const WeightMatrix* w;
+};
+
+// part[i][j] += x[i, k..k+32) · w[j, k..k+32) (kTail: only the first `tail` weights, the rest zero).
+template <bool kFp8, bool kTail, int MR, int NR>
+inline void step(__m512 (&part)[MR][NR], const std::byte* w0, size_t row_bytes, const uint16_t* xr, int64_t kp,
+                 int64_t k, int64_t tail) {
+  __m512bh wv[NR];
+#pragma GCC unroll 16
+  for (int j = 0; j < NR; ++j)
+    if constexpr (kTail) wv[j] = load_weights_tail<kFp8>(w0 + j * row_bytes, k, tail);
+    else wv[j] = load_weights<kFp8>(w0 + j * row_bytes, k);
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    const __m512bh xv = (__m512bh)_mm512_loadu_si512(xr + i * kp + k);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) part[i][j] = _mm512_dpbf16_ps(part[i][j], xv, wv[j]);
+  }
+}
+
 // A tile is MR activation rows x NR weight rows: MR x NR accumulators, NR weight vectors and one activation vector in
 // registers, so each weight vector loaded serves MR rows and each activation vector NR outputs. vdpbf16ps has a long
 // latency (Zen 5 needs ~14 independent ones in flight to reach its throughput), hence MR x NR >= 16 wherever M allows.
-template <int MR, int NR>
-void tile_bf16(float* y, const uint16_t* xb, int64_t kp, int64_t K, int64_t N, int64_t ld, const uint16_t* w, int64_t m,
-               int64_t n) {
+// fp8: columns in blocks of w.group, each summed into `part` and added to acc times its scale.
+template <bool kFp8, int MR, int NR>
+void tile(const TileArgs& a, int64_t m, int64_t n) {
+  const size_t row_bytes = static_cast<size_t>(a.ld) * (kFp8 ? 1 : 2);
+  const auto* w0 = static_cast<const std::byte*>(a.w->data) + static_cast<size_t>(n) * row_bytes;
+  const uint16_t* xr = a.xb + m * a.kp;
+  const int64_t K = a.K;
   __m512 acc[MR][NR];
 #pragma GCC unroll 32
   for (int t = 0; t < MR * NR; ++t) acc[t / NR][t % NR] = _mm512_setzero_ps();
-  const uint16_t* wr = w + n * ld;
-  const uint16_t* xr = xb + m * kp;
-  const int64_t full = K / 32 * 32;
-  for (int64_t k = 0; k < full; k += 32) {
-    __m512bh wv[NR];
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) wv[j] = (__m512bh)_mm512_loadu_si512(wr + j * ld + k);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xr + i * kp + k);
-#pragma GCC unroll 16
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, wv[j]);
-    }
-  }
-  if (full < K) {  // masked tail: lanes past K read as zero (and never fault)
-    const __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << (K - full)) - 1);
-    __m512bh wv[NR];
-    for (int j = 0; j < NR; ++j) wv[j] = (__m512bh)_mm512_maskz_loadu_epi16(mask, wr + j * ld + full);
-    for (int i = 0; i < MR; ++i) {
-      const __m512bh xv = (__m512bh)_mm512_loadu_si512(xr + i * kp + full);
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, wv[j]);
+  if constexpr (!kFp8) {
+    const int64_t full = K / 32 * 32;
+    for (int64_t k = 0; k < full; k += 32) step<false, false>(acc, w0, row_bytes, xr, a.kp, k, 0);
+    if (full < K) step<false, true>(acc, w0, row_bytes, xr, a.kp, full, K - full);
+  } else {
+    const int64_t block = a.w->group, scale_row = a.w->scale_cols();
+    for (int64_t k0 = 0; k0 < K; k0 += block) {
+      const int64_t k1 = std::min(K, k0 + block), full = k0 + (k1 - k0) / 32 * 32;
+      __m512 part[MR][NR];
+#pragma GCC unroll 32
+      for (int t = 0; t < MR * NR; ++t) part[t / NR][t % NR] = _mm512_setzero_ps();
+      for (int64_t k = k0; k < full; k += 32) step<true, false>(part, w0, row_bytes, xr, a.kp, k, 0);
+      if (full < k1) step<true, true>(part, w0, row_bytes, xr, a.kp, full, k1 - full);
+      for (int j = 0; j < NR; ++j) {
+        const float scale = load_as_f32(a.w->scales, a.w->scale_dtype, ((n + j) / block) * scale_row + k0 / block);
+        for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(part[i][j], _mm512_set1_ps(scale), acc[i][j]);
+      }
     }
   }
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) y[(m + i) * N + n + j] = _mm512_reduce_add_ps(acc[i][j]);
+    for (int j = 0; j < NR; ++j) a.y[(m + i) * a.N + n + j] = _mm512_reduce_add_ps(acc[i][j]);
 }
 
-using TileFn = void (*)(float*, const uint16_t*, int64_t, int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t);
+using TileFn = void (*)(const TileArgs&, int64_t, int64_t);
 
-template <int MR, int... NRs>
+template <bool kFp8, int MR, int... NRs>
 constexpr TileFn tile_for(int nr, std::integer_sequence<int, NRs...>) {
   TileFn fn = nullptr;
-  ((fn = nr == NRs + 1 ? &tile_bf16<MR, NRs + 1> : fn), ...);
+  ((fn = nr == NRs + 1 ? &tile<kFp8, MR, NRs + 1> : fn), ...);
   return fn;
 }
 
-// Weight rows per tile for MR activation rows: as many as the registers hold (MR x NR + NR + 1 <= 32). A single row
-// (decode) keeps 4, which streams the weights at full bandwidth.
+// Weight rows per tile for MR activation rows: as many as the registers hold (MR x NR + NR + 1 <= 32; fp8 keeps a
+// second set of accumulators per block, so half as many). A single row (decode) keeps 4, which streams the weights
+// at full bandwidth.
 constexpr int kMaxRows = 4;
-constexpr int kWeightRows[kMaxRows + 1] = {0, 4, 8, 6, 6};
+constexpr int kWeightRows[2][kMaxRows + 1] = {{0, 4, 8, 6, 6}, {0, 4, 4, 3, 2}};
 
-template <int MR>
+template <bool kFp8, int MR>
 TileFn tile_function(int nr) {
-  return tile_for<MR>(nr, std::make_integer_sequence<int, kWeightRows[MR]>{});
+  return tile_for<kFp8, MR>(nr, std::make_integer_sequence<int, kWeightRows[kFp8][MR]>{});
 }
 
+template <bool kFp8>
 TileFn tile_function(int mr, int nr) {
   switch (mr) {
-    case 4: return tile_function<4>(nr);
-    case 3: return tile_function<3>(nr);
-    case 2: return tile_function<2>(nr);
-    default: return tile_function<1>(nr);
+    case 4: return tile_function<kFp8, 4>(nr);
+    case 3: return tile_function<kFp8, 3>(nr);
+    case 2: return tile_function<kFp8, 2>(nr);
+    default: return tile_function<kFp8, 1>(nr);
+  }
+}
+
+template <bool kFp8>
+void rows(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+  const TileArgs args{y, xb, kp, w.cols, w.rows, kFp8 ? w.cols : w.row_stride(), &w};
+  // M in groups of at most kMaxRows rows, as even as possible (5 = 3 + 2, not 4 + 1); every group runs over the same
+  // weight rows of the tile while they are in L1. A row's arithmetic (k order per lane, then the lane sum) is the
+  // same in any tile, so its result does not depend on M or on its place in the batch.
+  const int64_t groups = (M + kMaxRows - 1) / kMaxRows;
+  const int mr_small = static_cast<int>(M / groups), big_groups = static_cast<int>(M % groups);
+  const int nr_max = kWeightRows[kFp8][big_groups > 0 ? mr_small + 1 : mr_small];
+  for (int64_t n = n0; n < n1; n += nr_max) {
+    const int nr = static_cast<int>(n1 - n < nr_max ? n1 - n : nr_max);
+    int64_t m = 0;
+    for (int64_t g = 0; g < groups; ++g) {
+      const int mr = mr_small + (g < big_groups ? 1 : 0);
+      tile_function<kFp8>(mr, std::min(nr, kWeightRows[kFp8][mr]))(args, m, n);
+      m += mr;
+    }
   }
 }
 
@@ -101,23 +181,12 @@ void convert_to_bf16_padded(uint16_t* out, const float* x, int64_t M, int64_t K,
 
 void matmul_rows_avx512bf16(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
                             int64_t n1) {
-  const auto* base = static_cast<const uint16_t*>(w.data);
-  const int64_t K = w.cols, N = w.rows, ld = w.row_stride();
-  // M in groups of at most kMaxRows rows, as even as possible (5 = 3 + 2, not 4 + 1); every group runs over the same
-  // weight rows of the tile while they are in L1. A row's arithmetic (k order per lane, then the lane sum) is the
-  // same in any tile, so its result does not depend on M or on its place in the batch.
-  const int64_t groups = (M + kMaxRows - 1) / kMaxRows;
-  const int mr_small = static_cast<int>(M / groups), big_groups = static_cast<int>(M % groups);
-  const int nr_max = kWeightRows[big_groups > 0 ? mr_small + 1 : mr_small];
-  for (int64_t n = n0; n < n1; n += nr_max) {
-    const int nr = static_cast<int>(n1 - n < nr_max ? n1 - n : nr_max);
-    int64_t m = 0;
-    for (int64_t g = 0; g < groups; ++g) {
-      const int mr = mr_small + (g < big_groups ? 1 : 0);
-      tile_function(mr, std::min(nr, kWeightRows[mr]))(y, xb, kp, K, N, ld, base, m, n);
-      m += mr;
-    }
-  }
+  rows<false>(y, xb, kp, M, w, n0, n1);
+}
+
+void matmul_rows_avx512bf16_fp8(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
+                                int64_t n1) {
+  rows<true>(y, xb, kp, M, w, n0, n1);
 }
 
 }  // namespace eaglet::detail
