@@ -1,10 +1,13 @@
 // The tokenizer and chat template a drafter folder ships, against the target's: a drafter predicts ids of the
 // vocabulary it was trained on, in the conversations it was trained on.
 #include <filesystem>
+#include <iterator>
+#include <optional>
 
 #include "doctor/static_checks.h"
 #include "io/json_util.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace eaglet::doctor {
@@ -28,13 +31,67 @@ std::string first_difference(const nlohmann::json& mine, const nlohmann::json& t
   return "";
 }
 
+constexpr const char* kTokenizerFix = "use the drafter trained with this target's tokenizer";
+
+// Texts both tokenizers encode, for what per-token decoding cannot see (pre-tokenizer, merges, special tokens).
+constexpr const char* kProbeTexts[] = {
+    "def main():\n    return 0\n",
+    "The quick brown fox jumps over the lazy dog. It's 12,345 o'clock!",
+    "你好，世界。混合 scripts: Ελληνικά, русский, العربية",
+    "    \t\n\n   trailing spaces and tabs   ",
+};
+
+// Tokenizers of different kinds (tokenizer.json against tiktoken.model, or two tiktoken.model): both loaded and
+// compared by what they do: every id decoded alone, which ids are special, and the probe texts encoded.
+void compare_loaded(const std::string& drafter_dir, const std::string& target_dir, const std::string& mine, Report& r) {
+  std::optional<Tokenizer> a, b;
+  try {
+    a = Tokenizer::load(drafter_dir);
+    b = Tokenizer::load(target_dir);
+  } catch (const Error& e) {
+    r.fail("tokenizer", e.what(), kTokenizerFix);
+    return;
+  }
+  if (a->vocab_size() != b->vocab_size()) {
+    r.fail("tokenizer", mine + " has " + std::to_string(a->vocab_size()) + " ids, the target's tokenizer " +
+                            std::to_string(b->vocab_size()) + ": the drafter was trained on other token ids",
+           kTokenizerFix);
+    return;
+  }
+  for (int32_t id = 0; id < static_cast<int32_t>(a->vocab_size()); ++id) {
+    const int32_t one[] = {id};
+    if (a->decode(one) != b->decode(one) || a->is_special(id) != b->is_special(id)) {
+      r.fail("tokenizer", mine + ": id " + std::to_string(id) + " is " + nlohmann::json(a->decode(one)).dump() +
+                              ", the target's " + nlohmann::json(b->decode(one)).dump() +
+                              ": the drafter was trained on other token ids",
+             kTokenizerFix);
+      return;
+    }
+  }
+  for (const char* text : kProbeTexts)
+    if (a->encode(text, true) != b->encode(text, true)) {
+      r.fail("tokenizer", mine + ": same tokens as the target's, but " + nlohmann::json(text).dump() +
+                              " encodes differently: the same text tokenizes differently",
+             kTokenizerFix);
+      return;
+    }
+  r.pass("tokenizer", "the drafter's tokenizer (" + fs::path(mine).filename().string() + ") decodes all " +
+                          std::to_string(a->vocab_size()) + " ids and encodes " +
+                          std::to_string(std::size(kProbeTexts)) + " probe texts as the target's does");
+}
+
 void check_tokenizer(const std::string& drafter_dir, const std::string& target_dir, Report& r) {
   const fs::path mine = fs::path(drafter_dir) / "tokenizer.json", theirs = fs::path(target_dir) / "tokenizer.json";
-  if (!fs::exists(mine)) {
+  const fs::path mine_tiktoken = fs::path(drafter_dir) / "tiktoken.model";
+  if (!fs::exists(mine) && !fs::exists(mine_tiktoken)) {
     r.pass("tokenizer", "the drafter ships none: it uses the target's");
     return;
   }
-  const std::string fix = "use the drafter trained with this target's tokenizer";
+  if (!fs::exists(mine) || !fs::exists(theirs)) {
+    compare_loaded(drafter_dir, target_dir, (fs::exists(mine) ? mine : mine_tiktoken).string(), r);
+    return;
+  }
+  const std::string fix = kTokenizerFix;
   nlohmann::json a, b;
   try {
     a = read_json_file(mine.string());

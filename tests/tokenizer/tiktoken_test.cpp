@@ -11,6 +11,7 @@
 #include "test_env.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/oracle_fixtures.h"
+#include "tokenizer/tiktoken_files.h"
 #include "tokenizer/tiktoken_pattern.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_regex.h"
@@ -154,16 +155,7 @@ TEST(Tiktoken, KimiChatFormat) {
 
 // ---- malformed files -------------------------------------------------------------------------------------------
 
-std::string valid_model_lines() {
-  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (int b = 0; b < 256; ++b) {  // one byte: base64 "XY=="
-    out += alphabet[b >> 2];
-    out += alphabet[(b & 3) << 4];
-    out += "== " + std::to_string(b) + "\n";
-  }
-  return out;
-}
+std::string valid_model_lines() { return test::tiktoken_byte_lines(); }
 
 std::string kimi_dir(const std::string& name, const std::string& model_text,
                      const std::string& config = R"({"added_tokens_decoder": {"258": {"content": "[BOS]"},
