@@ -23,12 +23,14 @@ RowMatch compare_rows(const void* mine, DType dtype, int64_t rows, int64_t width
                       TargetRow target_row) {
   RowMatch m;
   const int64_t step = std::max<int64_t>(1, rows / 512);
+  std::vector<float> row(static_cast<size_t>(theirs.cols));
   for (int64_t i = 0; i < rows; i += step) {
     const int64_t t = target_row(i);
+    dequantize_row(theirs, t, row.data());  // the target's head may be quantized
     double dot = 0, na = 0, nb = 0;
     for (int64_t k = 0; k < width; ++k) {
       const double a = load_as_f32(mine, dtype, i * width + k);
-      const double b = load_as_f32(theirs.data, theirs.dtype, t * theirs.row_stride() + k);
+      const double b = row[static_cast<size_t>(k)];
       dot += a * b;
       na += a * a;
       nb += b * b;

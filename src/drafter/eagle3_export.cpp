@@ -142,9 +142,16 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
     }
     out.push_back({name, v->dtype, v->shape, v->data});
   }
+  std::vector<float> head_f32;
   if (src.find("lm_head.weight") == nullptr) {  // the target's head served: write it, an engine may not share it
     const WeightMatrix& head = target.lm_head();
-    out.push_back({"lm_head.weight", head.dtype, {head.rows, head.cols}, head.data});
+    if (!head.quantized() && head.row_stride() == head.cols) {
+      out.push_back({"lm_head.weight", head.dtype, {head.rows, head.cols}, head.data});
+    } else {  // what the quantized head means, in fp32: a drafter's head is dense in every layout
+      head_f32.resize(static_cast<size_t>(head.rows * head.cols));
+      for (int64_t r = 0; r < head.rows; ++r) dequantize_row(head, r, &head_f32[static_cast<size_t>(r * head.cols)]);
+      out.push_back({"lm_head.weight", DType::F32, {head.rows, head.cols}, head_f32.data()});
+    }
   }
   std::vector<int64_t> d2t(static_cast<size_t>(c.draft_vocab_size));
   std::vector<uint8_t> t2d(static_cast<size_t>(t.vocab_size), 0);

@@ -22,10 +22,10 @@ TensorList decoder_tensors(const ModelConfig& c, const std::string& p) {
   }
   t.push_back({p + "model.norm.weight", {H}});
   if (c.tie_word_embeddings)
-    t.push_back({p + "lm_head.weight", {V, H}, TensorUse::Optional, TensorKind::Weight,
+    t.push_back({p + "lm_head.weight", {V, H}, TensorUse::Optional, TensorKind::Linear,
                  "tied: HF drops it, and one that is present must equal model.embed_tokens.weight"});
   else
-    t.push_back({p + "lm_head.weight", {V, H}});
+    t.push_back({p + "lm_head.weight", {V, H}, TensorUse::Required, TensorKind::Linear});
   return t;
 }
 

@@ -124,9 +124,15 @@ QuantConfig QuantConfig::parse(const json& config, const std::string& file) {
        "int4/int8)");
 }
 
+std::string linear_module(const std::string& weight_name) {
+  const std::string suffix = ".weight";
+  if (!weight_name.ends_with(suffix)) fail("internal: a Linear's tensor name must end in .weight: ", weight_name);
+  return weight_name.substr(0, weight_name.size() - suffix.size());
+}
+
 WeightMatrix take_linear(TensorConsumer& take, const Checkpoint& ckpt, const std::string& name, int64_t out, int64_t in,
                          const QuantConfig& q) {
-  const std::string module = name.substr(0, name.size() - std::string(".weight").size());
+  const std::string module = linear_module(name);
   WeightMatrix w;
   w.rows = out;
   w.cols = in;

@@ -35,6 +35,9 @@ struct QuantConfig {
 // The Linear whose dense weight would be `name` (".../q_proj.weight") with shape [out, in], in whatever format the
 // checkpoint stores it; the tensors are taken from `take` (a missing or misshapen one is recorded there, and an
 // empty matrix returned).
+// "x.q_proj" of "x.q_proj.weight".
+std::string linear_module(const std::string& weight_name);
+
 WeightMatrix take_linear(TensorConsumer& take, const Checkpoint& checkpoint, const std::string& name, int64_t out,
                          int64_t in, const QuantConfig& quant);
 

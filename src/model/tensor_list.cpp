@@ -17,6 +17,11 @@ const TensorView& LoadedTensors::get(const std::string& name) const {
   return *t;
 }
 
+const WeightMatrix* LoadedTensors::find_matrix(const std::string& name) const {
+  auto it = linears_.find(name);
+  return it == linears_.end() ? nullptr : &it->second;
+}
+
 WeightMatrix LoadedTensors::matrix(const std::string& name) const {
   if (auto it = linears_.find(name); it != linears_.end()) return it->second;
   const TensorView& t = get(name);
@@ -46,9 +51,14 @@ LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list,
       continue;
     }
     if (t.kind == TensorKind::Linear) {
+      if (t.use == TensorUse::Optional && checkpoint.find(t.name) == nullptr &&
+          checkpoint.find(linear_module(t.name) + ".weight_packed") == nullptr)
+        continue;
       const WeightMatrix w = take_linear(take, checkpoint, t.name, t.shape.at(0), t.shape.at(1), quant);
-      if (w.data != nullptr) out.linears_[t.name] = w;
+      if (w.data == nullptr) continue;
+      out.linears_[t.name] = w;
       if (w.quantized()) ++quantized;
+      else out.tensors_[t.name] = checkpoint.find(t.name);  // a dense one is also a plain tensor
       continue;
     }
     if (t.kind == TensorKind::Index)

@@ -41,6 +41,7 @@ class LoadedTensors {
   const TensorView& get(const std::string& name) const;   // a present tensor; a missing one is a programming error
   // A Linear (as stored: dense or quantized) or a dense Weight as a matrix.
   WeightMatrix matrix(const std::string& name) const;
+  const WeightMatrix* find_matrix(const std::string& name) const;  // a loaded Linear, or null
 
  private:
   friend LoadedTensors load_tensors(const Checkpoint&, const TensorList&, const std::string&, bool, const QuantConfig&);

@@ -39,9 +39,13 @@ void Transformer::bind_weights(const LoadedTensors& tensors) {
     if (head != nullptr && (head->dtype != embed_->dtype || std::memcmp(head->data, embed_->data, head->nbytes) != 0))
       fail(head->file, ": lm_head.weight differs from model.embed_tokens.weight but ", c.file,
            " says tie_word_embeddings: true, which would silently discard it (set it to false if the head is meant)");
-    head = embed_;
+    if (head == nullptr && tensors.find_matrix(p + "lm_head.weight") != nullptr)
+      fail(checkpoint_.source(), ": lm_head is stored quantized but ", c.file,
+           " says tie_word_embeddings: true, which would discard it (set it to false)");
+    lm_head_ = as_matrix(embed_);
+    return;
   }
-  lm_head_ = as_matrix(head);
+  lm_head_ = tensors.matrix(p + "lm_head.weight");
 }
 
 KVCache Transformer::make_cache(int64_t capacity) const {

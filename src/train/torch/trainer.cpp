@@ -34,11 +34,10 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-torch::Tensor matrix_f32(const WeightMatrix& w) {
-  TensorView view{"", w.dtype, {w.rows, w.cols}, static_cast<const std::byte*>(w.data),
-                  static_cast<size_t>(w.rows * w.cols) * dtype_size(w.dtype), ""};
-  if (w.row_stride() != w.cols) fail("train-draft: a strided lm_head is not supported");
-  return torch::tensor(to_f32(&view), torch::kFloat32).reshape({w.rows, w.cols});
+torch::Tensor matrix_f32(const WeightMatrix& w) {  // dense or quantized, as fp32
+  std::vector<float> values(static_cast<size_t>(w.rows * w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) dequantize_row(w, r, &values[static_cast<size_t>(r * w.cols)]);
+  return torch::tensor(values, torch::kFloat32).reshape({w.rows, w.cols});
 }
 
 torch::Tensor view_f32(const TensorView& v) { return torch::tensor(to_f32(&v), torch::kFloat32).reshape(v.shape); }
