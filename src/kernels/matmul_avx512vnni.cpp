@@ -29,6 +29,8 @@ namespace {
 constexpr int kLanes = 16;                   // weight rows per vector
 constexpr int kSlabVectors = 2;              // vectors per slab
 constexpr int kSlabRows = kLanes * kSlabVectors;
+constexpr int64_t kPrefetchBytes = 512;     // ahead in each of the 16 weight rows read at once
+constexpr int64_t kChunkBlocks = 16;        // columns packed at a time: 32 rows x 512 bytes stay in L1
 constexpr int kMaxRows = 6;                  // activation rows per tile: 2 x 6 int32 and 2 x 6 fp32 accumulators
 
 // r[j] lane i <- r[i] lane j (16 x 16 32-bit elements).
@@ -64,21 +66,24 @@ inline __mmask16 lane_mask(int64_t n) { return n >= 16 ? __mmask16(0xffff) : n <
 // (4 consecutive bytes of every row) at dst + (u · 2 + v) · 64, v the vector of 16 rows. int8: unit u is columns
 // 4u..4u+3 (kp / 4 units, past K zero codes); int4: word g (columns 8g..8g+7) gives unit 2g, its low nibbles (columns
 // 8g, +2, +4, +6), and unit 2g + 1, its high nibbles (8g + 1, +3, +5, +7); activations are permuted to match.
+// Words [w_begin, w_end) of each row; dst holds unit 0 for word w_begin.
 template <bool kInt4>
-void pack_codes(uint8_t* dst, const uint8_t* codes, int64_t row_bytes, int64_t rows, int64_t words) {
+void pack_codes(uint8_t* dst, const uint8_t* codes, int64_t row_bytes, int64_t rows, int64_t w_begin, int64_t w_end) {
   const __m512i low4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int v = 0; v < kSlabVectors; ++v)
-    for (int64_t w0 = 0; w0 < words; w0 += kLanes) {
+  for (int v = 0; v < kSlabVectors && v * kLanes < rows; ++v) {
+    const uint8_t* row_start[kLanes];  // lanes past `rows` read the last row again: never stored
+    for (int i = 0; i < kLanes; ++i) row_start[i] = codes + std::min<int64_t>(v * kLanes + i, rows - 1) * row_bytes;
+    for (int64_t w0 = w_begin; w0 < w_end; w0 += kLanes) {
       const __mmask64 mask = byte_mask(row_bytes - 4 * w0);
       __m512i r[kLanes];
       for (int i = 0; i < kLanes; ++i) {
-        const int64_t row = v * kLanes + i;
-        r[i] = row < rows ? _mm512_maskz_loadu_epi8(mask, codes + row * row_bytes + 4 * w0) : _mm512_setzero_si512();
+        _mm_prefetch(reinterpret_cast<const char*>(row_start[i] + 4 * w0 + kPrefetchBytes), _MM_HINT_T0);
+        r[i] = _mm512_maskz_loadu_epi8(mask, row_start[i] + 4 * w0);
       }
       transpose16(r);
-      const int64_t count = std::min<int64_t>(kLanes, words - w0);
+      const int64_t count = std::min<int64_t>(kLanes, w_end - w0);
       for (int64_t j = 0; j < count; ++j) {
-        const int64_t g = w0 + j;
+        const int64_t g = w0 - w_begin + j;
         if constexpr (kInt4) {
           _mm512_storeu_si512(dst + (4 * g + v) * 64, _mm512_and_si512(r[j], low4));
           _mm512_storeu_si512(dst + (4 * g + 2 + v) * 64, _mm512_and_si512(_mm512_srli_epi16(r[j], 4), low4));
@@ -87,6 +92,7 @@ void pack_codes(uint8_t* dst, const uint8_t* codes, int64_t row_bytes, int64_t r
         }
       }
     }
+  }
 }
 
 inline __m512i load_scales_f32(const void* scales, DType dtype, int64_t i, __mmask16 mask) {
@@ -117,22 +123,27 @@ void pack_scales(float* dst, const WeightMatrix& w, int64_t n, int64_t rows, int
     }
 }
 
+// Blocks [b0, b1) of a slab of rows: the part of the weights that is packed at a time (in L1).
 struct Slab {
-  const uint8_t* codes;  // pack_codes
-  const float* scales;   // pack_scales
+  const uint8_t* codes;  // pack_codes, unit 0 at block b0
+  const float* scales;   // pack_scales, all blocks
   int64_t blocks_per_group;
   int32_t offset;        // 128 (int8) or 8 (int4)
   int64_t n, rows;       // the slab's first output column and how many are real
+  int64_t b0, b1;
 };
 
-// y[m..m+MR, slab columns] from activation codes xc (permuted for int4) against one packed slab.
+// y[m..m+MR, slab columns] from activation codes xc (permuted for int4) against one packed slab: y holds the sums
+// of the blocks before b0 and gets those up to b1.
 template <int MR>
 void tile(float* y, int64_t N, const QuantizedActivations& x, const int8_t* xc, const Slab& s, int64_t m) {
   const int64_t kp = x.kp, blocks = kp / kActivationBlock;
   __m512 acc[MR][kSlabVectors];
   for (int i = 0; i < MR; ++i)
-    for (int v = 0; v < kSlabVectors; ++v) acc[i][v] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
+    for (int v = 0; v < kSlabVectors; ++v)
+      acc[i][v] = s.b0 == 0 ? _mm512_setzero_ps()
+                            : _mm512_maskz_loadu_ps(lane_mask(s.rows - v * kLanes), y + (m + i) * N + s.n + v * kLanes);
+  for (int64_t b = s.b0; b < s.b1; ++b) {
     __m512i dot[MR][kSlabVectors];
     for (int i = 0; i < MR; ++i) {
       const __m512i start = _mm512_set1_epi32(-s.offset * x.sums[static_cast<size_t>((m + i) * blocks + b)]);
@@ -141,7 +152,8 @@ void tile(float* y, int64_t N, const QuantizedActivations& x, const int8_t* xc, 
 #pragma GCC unroll 8
     for (int64_t u = b * 8; u < b * 8 + 8; ++u) {
       __m512i wv[kSlabVectors];
-      for (int v = 0; v < kSlabVectors; ++v) wv[v] = _mm512_loadu_si512(s.codes + (u * kSlabVectors + v) * 64);
+      for (int v = 0; v < kSlabVectors; ++v)
+        wv[v] = _mm512_loadu_si512(s.codes + ((u - s.b0 * 8) * kSlabVectors + v) * 64);
       for (int i = 0; i < MR; ++i) {
         int32_t word;
         std::memcpy(&word, xc + (m + i) * kp + 4 * u, 4);
@@ -196,7 +208,7 @@ void matmul_rows_int_avx512vnni(float* y, const QuantizedActivations& x, const W
   thread_local std::vector<uint8_t> codes;
   thread_local std::vector<float> scales;
   thread_local std::vector<int8_t> permuted;
-  codes.resize(static_cast<size_t>(kSlabRows * kp));
+  codes.resize(static_cast<size_t>(kSlabRows * kChunkBlocks * kActivationBlock));
   scales.resize(static_cast<size_t>(kSlabRows * groups));
   const int8_t* xc = x.codes.data();
   if (int4) {
@@ -204,7 +216,8 @@ void matmul_rows_int_avx512vnni(float* y, const QuantizedActivations& x, const W
     permute_for_int4(permuted.data(), x);
     xc = permuted.data();
   }
-  Slab s{codes.data(), scales.data(), int4 ? w.group / kActivationBlock : kp / kActivationBlock, int4 ? 8 : 128, 0, 0};
+  const int64_t blocks = kp / kActivationBlock;
+  Slab s{codes.data(), scales.data(), int4 ? w.group / kActivationBlock : std::max<int64_t>(blocks, 1), int4 ? 8 : 128};
   // M in groups of at most kMaxRows rows, as even as possible; every group meets the slab while it is in cache.
   const int64_t row_groups = (M + kMaxRows - 1) / kMaxRows;
   const int64_t mr_small = row_groups > 0 ? M / row_groups : 0, big_groups = row_groups > 0 ? M % row_groups : 0;
@@ -212,14 +225,17 @@ void matmul_rows_int_avx512vnni(float* y, const QuantizedActivations& x, const W
   for (int64_t n = n0; n < n1; n += kSlabRows) {
     s.n = n;
     s.rows = std::min<int64_t>(kSlabRows, n1 - n);
-    if (int4) pack_codes<true>(codes.data(), base + n * (K / 2), K / 2, s.rows, K / 8);
-    else pack_codes<false>(codes.data(), base + n * K, K, s.rows, kp / 4);
     pack_scales(scales.data(), w, n, s.rows, groups);
-    int64_t m = 0;
-    for (int64_t g = 0; g < row_groups; ++g) {
-      const int mr = static_cast<int>(mr_small + (g < big_groups ? 1 : 0));
-      tile_function(mr)(y, N, x, xc, s, m);
-      m += mr;
+    for (s.b0 = 0; s.b0 < blocks; s.b0 = s.b1) {
+      s.b1 = std::min(blocks, s.b0 + kChunkBlocks);
+      if (int4) pack_codes<true>(codes.data(), base + n * (K / 2), K / 2, s.rows, s.b0 * 4, s.b1 * 4);
+      else pack_codes<false>(codes.data(), base + n * K, K, s.rows, s.b0 * 8, s.b1 * 8);
+      int64_t m = 0;
+      for (int64_t g = 0; g < row_groups; ++g) {
+        const int mr = static_cast<int>(mr_small + (g < big_groups ? 1 : 0));
+        tile_function(mr)(y, N, x, xc, s, m);
+        m += mr;
+      }
     }
   }
 }

@@ -152,9 +152,12 @@ void matmul_rows_int_portable(float* y, const QuantizedActivations& x, const Wei
     }
 }
 
+bool int_kernel_is_vnni() {
+  return cpu_features().avx512_vnni && (active_isa() == Isa::Avx512 || active_isa() == Isa::Avx512Bf16);
+}
+
 void matmul_rows_int(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1) {
-  const bool vnni = cpu_features().avx512_vnni && (active_isa() == Isa::Avx512 || active_isa() == Isa::Avx512Bf16);
-  if (vnni) matmul_rows_int_avx512vnni(y, x, w, n0, n1);
+  if (int_kernel_is_vnni()) matmul_rows_int_avx512vnni(y, x, w, n0, n1);
   else matmul_rows_int_portable(y, x, w, n0, n1);
 }
 

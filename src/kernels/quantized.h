@@ -40,6 +40,7 @@ void matmul_rows_int_portable(float* y, const QuantizedActivations& x, const Wei
 void matmul_rows_int_avx512vnni(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1);
 // The VNNI kernel when the CPU has it and the active ISA is AVX-512 (or AVX-512 BF16), else the portable one.
 void matmul_rows_int(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1);
+bool int_kernel_is_vnni();  // which of the two matmul_rows_int takes now
 // Row m of QuantizedActivations::quantize with AVX-512 F/BW, bit-identical to the plain version; false (the row
 // then partly written) when the row holds inf or NaN, which the plain version handles.
 bool quantize_row_avx512(QuantizedActivations& q, const float* row, int64_t m, int64_t K);
