@@ -188,6 +188,78 @@ TileFn tile_function(int mr) {
   }
 }
 
+// t[L] lane i = the sum of the 4 dwords of a[i]'s 128-bit lane L (a[i]: 16 vectors, one per weight row).
+inline void sum_lane_quads(const __m512i a[kLanes], __m512i t[4]) {
+  __m512i p[8], q[4];
+  for (int i = 0; i < 8; ++i)
+    p[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
+  for (int g = 0; g < 4; ++g)  // 128-bit lane L of q[g]: rows 4g..4g+3
+    q[g] = _mm512_add_epi32(_mm512_unpacklo_epi64(p[2 * g], p[2 * g + 1]), _mm512_unpackhi_epi64(p[2 * g], p[2 * g + 1]));
+  const __m512i a0 = _mm512_shuffle_i32x4(q[0], q[1], 0x88), b0 = _mm512_shuffle_i32x4(q[0], q[1], 0xdd);
+  const __m512i e = _mm512_shuffle_i32x4(q[2], q[3], 0x88), f = _mm512_shuffle_i32x4(q[2], q[3], 0xdd);
+  t[0] = _mm512_shuffle_i32x4(a0, e, 0x88);
+  t[2] = _mm512_shuffle_i32x4(a0, e, 0xdd);
+  t[1] = _mm512_shuffle_i32x4(b0, f, 0x88);
+  t[3] = _mm512_shuffle_i32x4(b0, f, 0xdd);
+}
+
+// A single activation row (decode) against `rows` (<= 16) weight rows read in place, without packing: each row's
+// codes meet a vector of activation codes along k, and the lanes of each block are summed across 16 rows at once.
+// The int32 block sums and the fp32 steps per lane are those of tile(), so the results are the same bits.
+template <bool kInt4>
+void single_row(float* y, const QuantizedActivations& x, const int8_t* xc, const uint8_t* codes, int64_t row_bytes,
+                int64_t rows, const float* ws, int64_t blocks_per_group) {
+  constexpr int kBlocksPerChunk = kInt4 ? 4 : 2;  // 64 bytes of a row: 128 int4 or 64 int8 columns
+  constexpr int32_t kOffset = kInt4 ? 8 : 128;
+  const int64_t blocks = x.kp / kActivationBlock;
+  const uint8_t* row_start[kLanes];  // lanes past `rows` read the last row again: never stored
+  for (int i = 0; i < kLanes; ++i) row_start[i] = codes + std::min<int64_t>(i, rows - 1) * row_bytes;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t c = 0; c * kBlocksPerChunk < blocks; ++c) {
+    const int64_t col = c * kBlocksPerChunk * kActivationBlock, byte0 = 64 * c;
+    const __mmask64 mask = byte_mask(row_bytes - byte0);
+    __m512i a[kLanes];
+    if constexpr (kInt4) {  // lane j: word j of the chunk; its low nibbles meet dword 2j of the permuted codes
+      const __m512i x0 = _mm512_maskz_loadu_epi8(byte_mask(x.kp - col), xc + col);
+      const __m512i x1 = _mm512_maskz_loadu_epi8(byte_mask(x.kp - col - 64), xc + col + 64);
+      const __m512i xlo = _mm512_permutex2var_epi32(x0, even, x1), xhi = _mm512_permutex2var_epi32(x0, odd, x1);
+      for (int i = 0; i < kLanes; ++i) {
+        _mm_prefetch(reinterpret_cast<const char*>(row_start[i] + byte0 + kPrefetchBytes), _MM_HINT_T0);
+        const __m512i wv = _mm512_maskz_loadu_epi8(mask, row_start[i] + byte0);
+        a[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(wv, low4), xlo);
+        a[i] = _mm512_dpbusd_epi32(a[i], _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4), xhi);
+      }
+    } else {
+      const __m512i xv = _mm512_maskz_loadu_epi8(byte_mask(x.kp - col), xc + col);
+      for (int i = 0; i < kLanes; ++i) {
+        _mm_prefetch(reinterpret_cast<const char*>(row_start[i] + byte0 + kPrefetchBytes), _MM_HINT_T0);
+        const __m512i wv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, row_start[i] + byte0), flip);
+        a[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv);
+      }
+    }
+    __m512i t[4], dot[kBlocksPerChunk];
+    sum_lane_quads(a, t);
+    if constexpr (kInt4) {
+      for (int j = 0; j < 4; ++j) dot[j] = t[j];
+    } else {
+      dot[0] = _mm512_add_epi32(t[0], t[1]);
+      dot[1] = _mm512_add_epi32(t[2], t[3]);
+    }
+    for (int j = 0; j < kBlocksPerChunk; ++j) {
+      const int64_t b = c * kBlocksPerChunk + j;
+      if (b >= blocks) break;
+      const __m512i d = _mm512_add_epi32(dot[j], _mm512_set1_epi32(-kOffset * x.sums[static_cast<size_t>(b)]));
+      const __m512 xs = _mm512_set1_ps(x.scales[static_cast<size_t>(b)]);
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(xs, _mm512_loadu_ps(ws + b / blocks_per_group * kSlabRows)),
+                            _mm512_cvtepi32_ps(d), acc);
+    }
+  }
+  _mm512_mask_storeu_ps(y, lane_mask(rows), acc);
+}
+
 // Activation codes with every 8 columns ordered as the int4 units: the even columns, then the odd ones.
 void permute_for_int4(int8_t* out, const QuantizedActivations& x) {
   const __m512i order = _mm512_set_epi64(0x0f0d0b090e0c0a08, 0x0705030106040200, 0x0f0d0b090e0c0a08, 0x0705030106040200,
@@ -226,6 +298,15 @@ void matmul_rows_int_avx512vnni(float* y, const QuantizedActivations& x, const W
     s.n = n;
     s.rows = std::min<int64_t>(kSlabRows, n1 - n);
     pack_scales(scales.data(), w, n, s.rows, groups);
+    if (M == 1) {
+      for (int v = 0; v < kSlabVectors && v * kLanes < s.rows; ++v) {
+        const int64_t first = n + v * kLanes, rows = std::min<int64_t>(kLanes, s.rows - v * kLanes);
+        if (int4) single_row<true>(y + first, x, xc, base + first * (K / 2), K / 2, rows, s.scales + v * kLanes,
+                                   s.blocks_per_group);
+        else single_row<false>(y + first, x, xc, base + first * K, K, rows, s.scales + v * kLanes, s.blocks_per_group);
+      }
+      continue;
+    }
     for (s.b0 = 0; s.b0 < blocks; s.b0 = s.b1) {
       s.b1 = std::min(blocks, s.b0 + kChunkBlocks);
       if (int4) pack_codes<true>(codes.data(), base + n * (K / 2), K / 2, s.rows, s.b0 * 4, s.b1 * 4);

@@ -7,6 +7,8 @@
 #include "kernels/quantized.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma")
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 namespace eaglet::detail {
