@@ -33,6 +33,16 @@ constexpr int64_t kPrefetchBytes = 512;     // ahead in each of the 16 weight ro
 constexpr int64_t kChunkBlocks = 16;        // columns packed at a time: 32 rows x 512 bytes stay in L1
 constexpr int kMaxRows = 6;                  // activation rows per tile: 2 x 6 int32 and 2 x 6 fp32 accumulators
 
+// out[L] = 128-bit lane L of q0, q1, q2, q3 (a 4 x 4 transposition of 128-bit lanes).
+inline void transpose_lanes(__m512i q0, __m512i q1, __m512i q2, __m512i q3, __m512i out[4]) {
+  const __m512i a = _mm512_shuffle_i32x4(q0, q1, 0x88), b = _mm512_shuffle_i32x4(q0, q1, 0xdd);
+  const __m512i e = _mm512_shuffle_i32x4(q2, q3, 0x88), f = _mm512_shuffle_i32x4(q2, q3, 0xdd);
+  out[0] = _mm512_shuffle_i32x4(a, e, 0x88);
+  out[1] = _mm512_shuffle_i32x4(b, f, 0x88);
+  out[2] = _mm512_shuffle_i32x4(a, e, 0xdd);
+  out[3] = _mm512_shuffle_i32x4(b, f, 0xdd);
+}
+
 // r[j] lane i <- r[i] lane j (16 x 16 32-bit elements).
 inline void transpose16(__m512i r[16]) {
   __m512i t[16];
@@ -50,12 +60,9 @@ inline void transpose16(__m512i r[16]) {
     u[4 * g + 3] = _mm512_unpackhi_epi64(p[1], p[3]);
   }
   for (int c = 0; c < 4; ++c) {
-    const __m512i a = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), b = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
-    const __m512i e = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88), f = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
-    r[c] = _mm512_shuffle_i32x4(a, e, 0x88);
-    r[8 + c] = _mm512_shuffle_i32x4(a, e, 0xdd);
-    r[4 + c] = _mm512_shuffle_i32x4(b, f, 0x88);
-    r[12 + c] = _mm512_shuffle_i32x4(b, f, 0xdd);
+    __m512i lanes[4];
+    transpose_lanes(u[c], u[4 + c], u[8 + c], u[12 + c], lanes);
+    for (int L = 0; L < 4; ++L) r[4 * L + c] = lanes[L];
   }
 }
 
@@ -195,12 +202,7 @@ inline void sum_lane_quads(const __m512i a[kLanes], __m512i t[4]) {
     p[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
   for (int g = 0; g < 4; ++g)  // 128-bit lane L of q[g]: rows 4g..4g+3
     q[g] = _mm512_add_epi32(_mm512_unpacklo_epi64(p[2 * g], p[2 * g + 1]), _mm512_unpackhi_epi64(p[2 * g], p[2 * g + 1]));
-  const __m512i a0 = _mm512_shuffle_i32x4(q[0], q[1], 0x88), b0 = _mm512_shuffle_i32x4(q[0], q[1], 0xdd);
-  const __m512i e = _mm512_shuffle_i32x4(q[2], q[3], 0x88), f = _mm512_shuffle_i32x4(q[2], q[3], 0xdd);
-  t[0] = _mm512_shuffle_i32x4(a0, e, 0x88);
-  t[2] = _mm512_shuffle_i32x4(a0, e, 0xdd);
-  t[1] = _mm512_shuffle_i32x4(b0, f, 0x88);
-  t[3] = _mm512_shuffle_i32x4(b0, f, 0xdd);
+  transpose_lanes(q[0], q[1], q[2], q[3], t);
 }
 
 // A single activation row (decode) against `rows` (<= 16) weight rows read in place, without packing: each row's
