@@ -152,6 +152,28 @@ TEST_F(QuantizedMatmul, Int4HandComputed) {
   }
 }
 
+// A block whose absmax is so small that 127 / absmax overflows to inf is quantized by dividing first (x · inf would
+// make 0 · inf NaN codes), on every path.
+TEST_F(QuantizedMatmul, TinyBlockQuantizesByDivision) {
+  std::vector<float> x(40, 0.0f);
+  x[0] = 1e-38f;
+  x[1] = -2 * std::numeric_limits<float>::denorm_min();
+  x[2] = -0.5e-38f;
+  x[35] = 3.0f;  // a normal second block
+  for (Isa isa : test::all_isas()) {
+    if (!test::activate_isa(isa)) continue;
+    QuantizedActivations q;
+    q.quantize(x.data(), 40, 1, 40);
+    EXPECT_EQ(q.codes[0], 127) << isa_name(isa);
+    EXPECT_EQ(q.codes[1], 0) << isa_name(isa);
+    EXPECT_EQ(q.codes[2], -64) << isa_name(isa);  // -0.5 · 127 = -63.5, to even
+    EXPECT_EQ(q.sums[0], 63) << isa_name(isa);
+    EXPECT_EQ(q.scales[0], 1e-38f / 127.0f) << isa_name(isa);
+    EXPECT_EQ(q.codes[35], 127) << isa_name(isa);
+    EXPECT_EQ(q.scales[1], 3.0f / 127.0f) << isa_name(isa);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // The VNNI kernel against the portable one and against the fp32 meaning of the codes.
 
