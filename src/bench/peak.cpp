@@ -11,6 +11,7 @@
 #include "kernels/bandwidth.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
+#include "kernels/quantized.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
@@ -37,10 +38,16 @@ std::string percent_of(double value, double peak) {
 
 namespace {
 
+// The seven matrices of one layer, in the order the model reads them.
+struct LayerMatrices {
+  WeightMatrix q, k, v, o, gate, up, down;
+};
+
 // One transformer layer's matrices, bf16 with random values; q/k/v and gate/up contiguous, as matmul_group reads them.
 struct LayerWeights {
   std::vector<uint16_t> qkv, o, gate_up, down;
   WeightMatrix q, k, v, o_m, gate, up, down_m;
+  LayerMatrices matrices() const { return {q, k, v, o_m, gate, up, down_m}; }
   std::vector<WeightMatrix> fused() const {  // the same bytes as 4 matrices, for oneDNN
     return {{qkv.data(), DType::BF16, q.rows + k.rows + v.rows, q.cols}, o_m,
             {gate_up.data(), DType::BF16, gate.rows + up.rows, gate.cols}, down_m};
@@ -73,21 +80,89 @@ LayerWeights layer_weights(const SyntheticShape& s) {
   return w;
 }
 
+// The same matrices as int8 codes (one scale per row) or int4 codes (group 32), random, with bf16 scales: what
+// `eaglet quantize` writes. bytes: codes and scales, what a forward reads.
+struct QuantizedLayer {
+  std::vector<std::vector<uint8_t>> codes;
+  std::vector<std::vector<uint16_t>> scales;
+  LayerMatrices m;
+  double bytes = 0;
+};
+
+QuantizedLayer quantized_layer(const LayerMatrices& dense, WeightFormat format, uint64_t seed) {
+  QuantizedLayer l;
+  l.m = dense;
+  for (WeightMatrix* w : {&l.m.q, &l.m.k, &l.m.v, &l.m.o, &l.m.gate, &l.m.up, &l.m.down}) {
+    const bool int4 = format == WeightFormat::Int4Group;
+    std::vector<uint8_t>& codes = l.codes.emplace_back(static_cast<size_t>(w->rows * w->cols / (int4 ? 2 : 1)));
+    for (uint8_t& c : codes) {
+      seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+      c = static_cast<uint8_t>(int4 ? seed : seed % 255 + 129);  // int8: -127..127 as bytes
+    }
+    std::vector<uint16_t>& scales = l.scales.emplace_back(static_cast<size_t>(w->rows * (int4 ? w->cols / 32 : 1)));
+    for (size_t i = 0; i < scales.size(); ++i) scales[i] = f32_to_bf16(1e-3f * static_cast<float>(1 + i % 7));
+    *w = {codes.data(), int4 ? DType::I32 : DType::I8, w->rows, w->cols};
+    w->format = format;
+    w->scales = scales.data();
+    w->scale_dtype = DType::BF16;
+    w->group = int4 ? 32 : 0;
+    l.bytes += static_cast<double>(codes.size() + 2 * scales.size());
+  }
+  return l;
+}
+
 // The layer's matmuls as the model issues them (q/k/v and gate/up each in one pass of the pool).
-void eaglet_layer(const LayerWeights& w, const float* x, int64_t M, std::vector<float>& y, ThreadPool& pool) {
+void eaglet_layer(const LayerMatrices& w, const float* x, int64_t M, std::vector<float>& y, ThreadPool& pool) {
   float* out = y.data();
   const int64_t qd = w.q.rows, kvd = w.k.rows, I = w.gate.rows;
   matmul_group({{out, w.q}, {out + M * qd, w.k}, {out + M * (qd + kvd), w.v}}, x, M, pool);
-  matmul(out, x, M, w.o_m, pool);
+  matmul(out, x, M, w.o, pool);
   matmul_group({{out, w.gate}, {out + M * I, w.up}}, x, M, pool);
-  matmul(out, x, M, w.down_m, pool);
+  matmul(out, x, M, w.down, pool);
+}
+
+// bf16 beside int8 and int4 weights of the same layer, interleaved: GB/s of the bytes each reads, GFLOP/s (int: GOP/s).
+void quantized_table(const BenchArgs& a, const MachineProbe& probe, const LayerWeights& w, const float* x,
+                     std::vector<float>& y) {
+  const LayerMatrices bf16 = w.matrices();
+  const QuantizedLayer int8 = quantized_layer(bf16, WeightFormat::Int8Channel, 5);
+  const QuantizedLayer int4 = quantized_layer(bf16, WeightFormat::Int4Group, 6);
+  struct Row {
+    const char* name;
+    const LayerMatrices* m;
+    double bytes, peak;
+  };
+  const double int_peak = detail::int_kernel_is_vnni() ? probe.compute.int8_dot.gflops : 0.0;
+  const double bf16_peak = kernel_peak_gflops(probe.compute, DType::BF16);
+  const Row rows[] = {{"bf16", &bf16, 2.0 * static_cast<double>(w.params()), bf16_peak},
+                      {"int8", &int8.m, int8.bytes, int_peak},
+                      {"int4", &int4.m, int4.bytes, int_peak}};
+  std::printf("\nthe same layer with int8 (a scale per row) and int4 (group 32) weights, random codes and bf16 scales, "
+              "%s integer kernel, best of %d interleaved runs (GB/s: weight bytes read, codes and scales; %% of peak: "
+              "of the bf16 dot or int8 dot probe; memory probe %.1f GB/s):\n\n",
+              detail::int_kernel_is_vnni() ? "avx512_vnni" : "portable", a.repeats, probe.read_gb_s);
+  std::printf("| M | weights | ms | GB/s | GFLOP/s | %% of peak |\n|---|---|---|---|---|---|\n");
+  for (int m : {1, 8, 32}) {
+    double best[3] = {1e30, 1e30, 1e30};
+    for (int r = 0; r < a.repeats + 1; ++r)  // the first round warms up
+      for (int i = 0; i < 3; ++i) {
+        Timer t;
+        eaglet_layer(*rows[i].m, x, m, y, thread_pool());
+        if (r > 0) best[i] = std::min(best[i], t.seconds());
+      }
+    for (int i = 0; i < 3; ++i) {
+      const double gf = 2.0 * static_cast<double>(w.params()) * m / best[i] / 1e9;
+      std::printf("| %d | %s | %.2f | %.1f | %.0f | %s |\n", m, rows[i].name, best[i] * 1e3,
+                  rows[i].bytes / best[i] / 1e9, gf, percent_of(gf, rows[i].peak).c_str());
+    }
+  }
 }
 
 void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
   const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
   const LayerWeights w = layer_weights(shape);
   const double peak = kernel_peak_gflops(probe.compute, DType::BF16);
-  const int64_t max_m = *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end());
+  const int64_t max_m = std::max(32, *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end()));
   const int64_t max_k = std::max(shape.hidden, shape.intermediate);
   std::vector<float> x(static_cast<size_t>(max_m * max_k)), y(static_cast<size_t>(max_m * 2 * shape.intermediate));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 97) - 48) * 1e-2f;
@@ -104,7 +179,7 @@ void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
     double best = 1e30, best_ref = 1e30;
     for (int r = 0; r < a.repeats + 1; ++r) {  // the first round warms up both
       Timer t;
-      eaglet_layer(w, x.data(), m, y, thread_pool());
+      eaglet_layer(w.matrices(), x.data(), m, y, thread_pool());
       if (r > 0) best = std::min(best, t.seconds());
       if (ref) {
         Timer tr;
@@ -121,6 +196,7 @@ void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
   else std::printf("\noneDNN (%s): its bf16 matmul with weights reordered to its own layout beforehand, activations "
                    "given in bf16 (eaglet's times include rounding them); a reference only, the engine does not use it.\n",
                    implementation.c_str());
+  quantized_table(a, probe, w, x.data(), y);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #pragma once
 // Which vector instruction set the kernels use, chosen once at run time from cpuid.
 // EAGLET_ISA=scalar|avx2|avx512|avx512bf16 in the environment forces a lower level (for tests and comparisons).
-// avx512 keeps fp32 activations for bf16 weights; avx512bf16 rounds them to bf16 and uses vdpbf16ps.
+// avx512 keeps fp32 activations for bf16 weights; avx512bf16 rounds them to bf16 and uses vdpbf16ps. At both, int8 and
+// int4 weights use vpdpbusd where the CPU has AVX-512 VNNI (kernels/quantized.h); below them, the portable kernel.
 #include <string_view>
 
 namespace eaglet {

@@ -143,7 +143,7 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
       const int64_t n0 = (lo - first_block[i]) * kBlock, n1 = std::min((hi - first_block[i]) * kBlock, o.w.rows);
       switch (o.w.format) {
         case WeightFormat::Int8Channel:
-        case WeightFormat::Int4Group: detail::matmul_rows_int_portable(o.y, *xqp, o.w, n0, n1); break;
+        case WeightFormat::Int4Group: detail::matmul_rows_int(o.y, *xqp, o.w, n0, n1); break;
         case WeightFormat::Fp8Block:
           if (bf16_isa) detail::matmul_rows_avx512bf16_fp8(o.y, xbp, kp, M, o.w, n0, n1);
           else detail::matmul_rows_fp8_portable(o.y, x, cols, M, o.w, n0, n1);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/cpu_features.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -83,6 +84,40 @@ void dequantize_row(const WeightMatrix& w, int64_t n, float* out) {
   }
 }
 
+namespace {
+
+// One row of QuantizedActivations::quantize in plain C++ (the definition the vector version matches bit for bit).
+void quantize_row_portable(QuantizedActivations& q, const float* row, int64_t m, int64_t K) {
+  const int64_t blocks = q.kp / kActivationBlock;
+  std::fill_n(q.codes.begin() + m * q.kp, q.kp, int8_t{0});
+  std::fill_n(q.scales.begin() + m * blocks, blocks, 0.0f);
+  std::fill_n(q.sums.begin() + m * blocks, blocks, 0);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t k0 = b * kActivationBlock, k1 = std::min(K, k0 + kActivationBlock);
+    float amax = 0.0f;
+    for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(row[k]));
+    if (amax == 0.0f || !std::isfinite(amax)) continue;  // a zero block; a non-finite one poisons the row below
+    const float inv = 127.0f / amax;
+    int32_t sum = 0;
+    for (int64_t k = k0; k < k1; ++k) {
+      // absmax below 127 / FLT_MAX makes inv inf (and 0 · inf NaN): such blocks divide first
+      const float scaled = std::isinf(inv) ? row[k] / amax * 127.0f : row[k] * inv;
+      const auto c = static_cast<int8_t>(std::clamp(std::nearbyint(scaled), -127.0f, 127.0f));
+      q.codes[static_cast<size_t>(m * q.kp + k)] = c;
+      sum += c;
+    }
+    q.scales[static_cast<size_t>(m * blocks + b)] = amax / 127.0f;
+    q.sums[static_cast<size_t>(m * blocks + b)] = sum;
+  }
+  for (int64_t k = 0; k < K; ++k)  // NaN / inf in: NaN out, as a float matmul would give
+    if (!std::isfinite(row[k])) {
+      q.scales[static_cast<size_t>(m * blocks + k / kActivationBlock)] = NAN;
+      break;
+    }
+}
+
+}  // namespace
+
 void QuantizedActivations::quantize(const float* x, int64_t ldx, int64_t M, int64_t K) {
   rows = M;
   kp = (K + kActivationBlock - 1) / kActivationBlock * kActivationBlock;
@@ -90,28 +125,9 @@ void QuantizedActivations::quantize(const float* x, int64_t ldx, int64_t M, int6
   codes.assign(static_cast<size_t>(M * kp), 0);
   scales.assign(static_cast<size_t>(M * blocks), 0.0f);
   sums.assign(static_cast<size_t>(M * blocks), 0);
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t k0 = b * kActivationBlock, k1 = std::min(K, k0 + kActivationBlock);
-      float amax = 0.0f;
-      for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(x[m * ldx + k]));
-      if (amax == 0.0f || !std::isfinite(amax)) continue;  // a zero block; a non-finite one poisons the row below
-      const float inv = 127.0f / amax;
-      int32_t sum = 0;
-      for (int64_t k = k0; k < k1; ++k) {
-        const auto q = static_cast<int8_t>(std::clamp(std::nearbyint(x[m * ldx + k] * inv), -127.0f, 127.0f));
-        codes[static_cast<size_t>(m * kp + k)] = q;
-        sum += q;
-      }
-      scales[static_cast<size_t>(m * blocks + b)] = amax / 127.0f;
-      sums[static_cast<size_t>(m * blocks + b)] = sum;
-    }
-  for (int64_t m = 0; m < M; ++m)  // NaN / inf in: NaN out, as a float matmul would give
-    for (int64_t k = 0; k < K; ++k)
-      if (!std::isfinite(x[m * ldx + k])) {
-        scales[static_cast<size_t>(m * blocks + k / kActivationBlock)] = NAN;
-        break;
-      }
+  const bool avx512 = active_isa() == Isa::Avx512 || active_isa() == Isa::Avx512Bf16;
+  for (int64_t m = 0; m < M; ++m)  // the vector version leaves rows with inf or NaN to the plain one
+    if (!avx512 || !detail::quantize_row_avx512(*this, x + m * ldx, m, K)) quantize_row_portable(*this, x + m * ldx, m, K);
 }
 
 float weight_block_scale(const WeightMatrix& w, int64_t n, int64_t b) {
@@ -134,6 +150,15 @@ void matmul_rows_int_portable(float* y, const QuantizedActivations& x, const Wei
       }
       y[m * N + n] = acc;
     }
+}
+
+bool int_kernel_is_vnni() {
+  return cpu_features().avx512_vnni && (active_isa() == Isa::Avx512 || active_isa() == Isa::Avx512Bf16);
+}
+
+void matmul_rows_int(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1) {
+  if (int_kernel_is_vnni()) matmul_rows_int_avx512vnni(y, x, w, n0, n1);
+  else matmul_rows_int_portable(y, x, w, n0, n1);
 }
 
 void matmul_rows_fp8_portable(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0,
