@@ -90,9 +90,16 @@ TEST(QuantizeRow, NonFiniteWeightIsAnErrorNamingTheElement) {
   EXPECT_THAT(e, HasSubstr("[0, 5]"));
 }
 
-std::string quantize_tiny(const std::string& variant, const QuantScheme& s, const std::string& tag) {
-  const std::string out = test::temp_dir("quantize_" + variant + "_" + tag) + "/out";
-  quantize_checkpoint({test::tiny_model_dir(variant), out, s});
+// A fixture folder ("tiny/llama_fp32", "deepseek/kimi_k25_bf16") and its reference outputs.
+std::string fixture(const std::string& rel) { return test::fixtures_dir() + "/" + rel; }
+std::string reference_of(const std::string& rel) {
+  const fs::path p(rel);
+  return fixture((p.parent_path() / "reference" / p.filename()).string() + ".safetensors");
+}
+
+std::string quantize_tiny(const std::string& rel, const QuantScheme& s, const std::string& tag) {
+  const std::string out = test::temp_dir("quantize_" + fs::path(rel).filename().string() + "_" + tag) + "/out";
+  quantize_checkpoint({fixture(rel), out, s});
   return out;
 }
 
@@ -114,7 +121,7 @@ double relative_rms(const std::vector<float>& got, const std::vector<float>& wan
 struct Case {
   std::string variant;
   QuantScheme scheme;
-  double bound;  // relative RMS of the logits against the dense model's
+  double bound;  // relative RMS of the logits against the dense model's; 0: none (MoE, below)
 };
 
 class QuantizedTiny : public ::testing::TestWithParam<Case> {};
@@ -125,30 +132,40 @@ class QuantizedTiny : public ::testing::TestWithParam<Case> {};
 // model does: measured relative RMS errors of the logits are 3.7-3.8% (int8) and 35-38% (int4, ten times int8's, the
 // activation part being common to both). The bounds allow 1.6x and 1.3x that; the exact content of the files is
 // checked by tests/oracle/quantized_oracle.py (test_cli). Quantization must also change something: the error is not 0.
+// DeepSeek / Kimi (MLA, MoE) have no bound: their fixtures keep each expert choice only 2e-4 from flipping, so
+// quantized weights can route tokens to other experts and move the logits far more (measured 20% int8, 75-89% int4); what
+// holds there is that every projection (experts and MLA included) loads quantized and verification is batch-invariant.
 TEST_P(QuantizedTiny, LoadsWithLogitsNearTheDenseModelAndVerifiesBatchInvariantly) {
   const Case& c = GetParam();
   const std::string out = quantize_tiny(c.variant, c.scheme, c.scheme.bits() == 4 ? "int4" : "int8");
-  auto dense = Transformer::load(test::tiny_model_dir(c.variant));
+  auto dense = Transformer::load(fixture(c.variant));
   auto quantized = Transformer::load(out);
-  const std::vector<int32_t> ids = test::read_ids(Checkpoint::open_file(test::reference_file(c.variant)));
+  const std::vector<int32_t> ids = test::read_ids(Checkpoint::open_file(reference_of(c.variant)));
   const double err = relative_rms(logits_of(*quantized, ids), logits_of(*dense, ids));
   std::printf("[quantize] %s %s: logits relative RMS error %.4f (bound %.2f)\n", c.variant.c_str(),
               c.scheme.name().c_str(), err, c.bound);
+  EXPECT_EQ(quantized->config().quant.format, c.scheme.format);
   EXPECT_GT(err, 0.0);
-  EXPECT_LT(err, c.bound);
+  if (c.bound > 0) {
+    EXPECT_LT(err, c.bound);
+  }
   test::expect_chain_equals_token_by_token(*quantized, ids, 7, c.variant + " " + c.scheme.name());
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, QuantizedTiny,
-                         ::testing::Values(Case{"llama_fp32", kInt8, 0.06}, Case{"llama_fp32", kInt4, 0.5},
-                                           Case{"llama_bf16", kInt8, 0.06}, Case{"llama_bf16", kInt4, 0.5},
-                                           Case{"qwen3_bf16", kInt4, 0.5}),
+                         ::testing::Values(Case{"tiny/llama_fp32", kInt8, 0.06}, Case{"tiny/llama_fp32", kInt4, 0.5},
+                                           Case{"tiny/llama_bf16", kInt8, 0.06}, Case{"tiny/llama_bf16", kInt4, 0.5},
+                                           Case{"tiny/qwen3_bf16", kInt4, 0.5},
+                                           Case{"deepseek/deepseek_v3_bf16", kInt8, 0},
+                                           Case{"deepseek/deepseek_v3_bf16", kInt4, 0},
+                                           Case{"deepseek/kimi_k25_bf16", kInt4, 0}),
                          [](const auto& info) {
-                           return info.param.variant + (info.param.scheme.bits() == 4 ? "_int4" : "_int8");
+                           return fs::path(info.param.variant).filename().string() +
+                                  (info.param.scheme.bits() == 4 ? "_int4" : "_int8");
                          });
 
 TEST(Quantize, ShardedInputIsWrittenInTheSameShardsWithAnIndex) {
-  const std::string out = quantize_tiny("llama_sharded_fp32", kInt4, "sharded");
+  const std::string out = quantize_tiny("tiny/llama_sharded_fp32", kInt4, "sharded");
   const nlohmann::json index = read_json_file(out + "/model.safetensors.index.json");
   const nlohmann::json& map = index.at("weight_map");
   EXPECT_TRUE(map.contains("model.layers.0.self_attn.q_proj.weight_packed"));
@@ -188,7 +205,7 @@ TEST(Quantize, RefusesANonEmptyOutputUnlessForcedAndStaleWeightsEvenThen) {
 }
 
 TEST(Quantize, RefusesAnAlreadyQuantizedInputByConfigOrByTensor) {
-  const std::string q = quantize_tiny("llama_fp32", kInt4, "requant");
+  const std::string q = quantize_tiny("tiny/llama_fp32", kInt4, "requant");
   const std::string by_config = test::error_of([&] { quantize_checkpoint({q, q + "_again", kInt8}); });
   EXPECT_THAT(by_config, HasSubstr(q + "/config.json"));
   EXPECT_THAT(by_config, HasSubstr("quantization_config"));
