@@ -17,5 +17,6 @@ Command add_extract(CLI::App& app);
 Command add_convert_draft(CLI::App& app);
 Command add_doctor(CLI::App& app);
 Command add_serve(CLI::App& app);
+Command add_quantize(CLI::App& app);
 
 }  // namespace eaglet::cli

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   add(eaglet::cli::add_convert_draft);
   add(eaglet::cli::add_doctor);
   add(eaglet::cli::add_serve);
+  add(eaglet::cli::add_quantize);
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;

@@ -14,6 +14,7 @@
 #include "drafter/eagle3_drafter.h"
 #include "drafter/eagle3_proposer.h"
 #include "io/json_util.h"
+#include "model/quantize_weights.h"
 #include "test_env.h"
 
 namespace eaglet {
@@ -65,28 +66,46 @@ class LosslessGreedy : public ::testing::TestWithParam<GreedyCase> {};
 // The verify batch (chain or tree) and the one-token path are bit-identical (tests/model/batching_test.cpp,
 // BatchingBitwise), so greedy equality is exact by construction, whatever the argmax margins; the test checks it
 // token for token on every layout and setting.
-TEST_P(LosslessGreedy, EqualsTargetAloneForChainsAndTrees) {
-  const GreedyCase& c = GetParam();
-  auto target = Transformer::load(fixture(c.target));
-  auto drafter = Eagle3Drafter::load(fixture("drafters/" + c.drafter), *target, {});
+// Greedy speculative output equals the target's own greedy output on every setting, with drafts accepted somewhere.
+void expect_lossless_greedy(Transformer& target, Eagle3Drafter& drafter, const std::string& label) {
   std::mt19937 rng(42);
   const DraftParams settings[] = {{3, 1, 4}, {5, 4, 8}, {4, 2, 6}, {2, 3, 10}, {6, 1, 7}};
   int accepted_somewhere = 0;
   for (int trial = 0; trial < 6; ++trial) {
-    const auto prompt = random_prompt(rng, 3 + trial * 5, target->config().vocab_size);
+    const auto prompt = random_prompt(rng, 3 + trial * 5, target.config().vocab_size);
     const int n = 12 + trial * 4;
-    const auto want = plain_greedy(*target, prompt, n);
+    const auto want = plain_greedy(target, prompt, n);
     for (const DraftParams& p : settings) {
       SpecStats stats;
-      const auto got = speculative(*target, *drafter, prompt, n, p, &stats);
-      ASSERT_EQ(got, want) << c.drafter << " steps " << p.num_steps << " topk " << p.topk << " prompt " << trial;
+      const auto got = speculative(target, drafter, prompt, n, p, &stats);
+      ASSERT_EQ(got, want) << label << " steps " << p.num_steps << " topk " << p.topk << " prompt " << trial;
       accepted_somewhere += stats.accepted > 0;
     }
   }
-  std::printf("[lossless] %s on %s: %d of 30 runs accepted drafts\n", c.drafter.c_str(), c.target.c_str(),
-              accepted_somewhere);
+  std::printf("[lossless] %s: %d of 30 runs accepted drafts\n", label.c_str(), accepted_somewhere);
   // With nothing accepted, equality would be trivial: every case must have had drafts accepted and still agree.
-  EXPECT_GT(accepted_somewhere, 0) << c.drafter << " on " << c.target << ": no draft was ever accepted";
+  EXPECT_GT(accepted_somewhere, 0) << label << ": no draft was ever accepted";
+}
+
+TEST_P(LosslessGreedy, EqualsTargetAloneForChainsAndTrees) {
+  const GreedyCase& c = GetParam();
+  auto target = Transformer::load(fixture(c.target));
+  auto drafter = Eagle3Drafter::load(fixture("drafters/" + c.drafter), *target, {});
+  expect_lossless_greedy(*target, *drafter, c.drafter + " on " + c.target);
+}
+
+// Lossless with respect to the quantized target: the int8 and int4 checkpoints eaglet quantize writes verify chains
+// and trees with the same logits as one token at a time (quantized activations are per row), so speculation on them
+// reproduces their own greedy output; the exact echo drafter still has drafts accepted.
+TEST(LosslessGreedyQuantized, EqualsTheQuantizedTargetAlone) {
+  for (const QuantScheme& scheme : {QuantScheme{WeightFormat::Int8Channel, 0}, QuantScheme{WeightFormat::Int4Group, 32}}) {
+    const std::string dir = test::temp_dir("lossless_quantized_" + std::to_string(scheme.bits())) + "/target";
+    quantize_checkpoint({fixture("drafters/targets/nearecho_fp32"), dir, scheme});
+    auto target = Transformer::load(dir);
+    ASSERT_EQ(target->config().quant.format, scheme.format);
+    auto drafter = Eagle3Drafter::load(fixture("drafters/exact_echo"), *target, {});
+    expect_lossless_greedy(*target, *drafter, "exact_echo on nearecho_fp32 " + scheme.name());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,0 +1,54 @@
+#pragma once
+// `eaglet quantize`: a dense Hugging Face checkpoint written as a compressed-tensors one that eaglet loads
+// (model/quantization.h lists the tensors of each format). Every TensorKind::Linear of the architecture's tensor list
+// is quantized; every other tensor is copied byte for byte; config.json gains a quantization_config.
+//
+// Weights are symmetric, as compressed-tensors' minmax observer computes them: for each row (int8, "channel") or
+// each group of `group` columns of a row (int4, "group"),
+//     scale = max(absmax / ((2^bits - 1) / 2), FLT_EPSILON)     in fp32, then rounded to the weight's dtype (stored)
+//     code  = clamp(round-half-even(w / scale), -2^(bits-1), 2^(bits-1) - 1)
+// where `scale` is the rounded, stored value and w / scale an fp32 quotient: the file means exactly what was computed.
+// Every element whose code is not clamped is within scale / 2 of the original (plus the quotient's rounding,
+// |w| · 2^-23); a clamped one (an absmax element, when rounding the scale down pushed it past the top code) within
+// absmax - (2^(bits-1) - 1) · scale.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "kernels/matmul.h"
+
+namespace eaglet {
+
+struct QuantScheme {
+  WeightFormat format = WeightFormat::Int8Channel;  // Int8Channel or Int4Group
+  int64_t group = 32;                               // Int4Group: columns per scale (a multiple of 32)
+
+  int bits() const { return format == WeightFormat::Int4Group ? 4 : 8; }
+  int64_t groups_per_row(int64_t cols) const { return format == WeightFormat::Int4Group ? cols / group : 1; }
+  std::string name() const;  // "int8 per channel", "int4 group 32"
+};
+
+// Row r of the dense [rows, cols] weight `w`: its scales (as stored, converted back to fp32) and codes.
+void quantize_row(const TensorView& w, int64_t r, const QuantScheme& scheme, float* scales, int8_t* codes);
+
+struct QuantizeRequest {
+  std::string in_dir, out_dir;
+  QuantScheme scheme;
+  bool force = false;  // write into a non-empty out_dir
+};
+
+struct QuantizeSummary {
+  int64_t quantized = 0, copied = 0;                    // tensors of the input
+  uint64_t linear_bytes_before = 0, linear_bytes_after = 0;  // the Linears' bytes (codes + scales + shapes after)
+  uint64_t bytes_before = 0, bytes_after = 0;           // every tensor's bytes
+  std::vector<std::string> weight_files;                // the .safetensors files written (as named in the input)
+  std::vector<std::string> files_copied, files_skipped;  // the folder's other files
+};
+
+// Reads in_dir (every tensor checked against its architecture's list, as loading does) and writes out_dir, streaming
+// one tensor at a time. An Error names the folder, file or tensor when out_dir is in_dir or not empty (without
+// `force`), the input is already quantized, or the group does not divide a Linear's input width.
+QuantizeSummary quantize_checkpoint(const QuantizeRequest& request);
+
+}  // namespace eaglet
