@@ -18,7 +18,11 @@ summarised in /work/shared/docs/target-architectures.md §4. Function by functio
                                (W[r, c] = (((word[r, c // 8] >> 4·(c % 8)) & 0xF) − 8) · weight_scale[r, c // group]);
                                the weights are then used as the bf16 variants use theirs
 Compute modes as hf_reference.py: "fp32" (weights upcast, everything fp32) and "hf" (the checkpoint dtype with HF's
-rounding points; products accumulate in fp32 and round once). `MUTATIONS` switches single details off for the
+rounding points; products accumulate in fp32 and round once). "fp32_a8" is fp32 with the one thing eaglet computes
+differently by design, written from its documented scheme (src/kernels/quantized.h), not from its code: a Linear
+stored as int4 meets its input quantized per row in blocks of 32 columns (scale absmax / 127, code round-half-even
+of x · 127 / absmax); it tells how far eaglet's W4A8 arithmetic may be from its own definition, where the HF math
+("fp32") only bounds it loosely. `MUTATIONS` switches single details off for the
 self-check (each must move the logits).
 
 forward(model, ids) -> (logits [S, V], hidden_states [L+1, S, H]) float32 numpy; hidden_states[i] enters layer i,
@@ -165,6 +169,20 @@ def dequantize_linear(tensors, dtypes, module: str, shape, quant: Quantization, 
     return w / s if MUTATIONS["fp8_scale_divided"] else w * s
 
 
+def quantize_activations(x, block=32):
+    """Each row of x [S, K] in blocks of `block` columns (the last zero-padded): the values code · absmax / 127 with
+    code = round-half-even(x · (127 / absmax)), clamped to ±127; an all-zero block stays zero."""
+    S, K = x.shape
+    kp = -(-K // block) * block
+    xp = torch.zeros(S, kp, dtype=torch.float32)
+    xp[:, :K] = x.float()
+    b = xp.view(S, kp // block, block)
+    amax = b.abs().amax(-1, keepdim=True)
+    safe = torch.where(amax > 0, amax, torch.ones_like(amax))
+    codes = torch.round(b * (127.0 / safe)).clamp(-127, 127)
+    return (codes * (safe / 127.0)).view(S, kp)[:, :K].to(x.dtype)
+
+
 def get_mscale(scale, mscale=1.0):
     if scale <= 1:
         return 1.0
@@ -218,7 +236,9 @@ class Model:
         self.c = c = Config(config)
         dtypes = dtypes or {}
         p = c.prefix
-        if compute == "fp32":
+        self.int8_activations = compute == "fp32_a8"
+        self.int_weights = set()  # id() of the weights stored as int4
+        if compute in ("fp32", "fp32_a8"):
             self.dtype = torch.float32
         else:
             self.dtype = _TORCH_DTYPE.get(dtypes.get(p + "model.embed_tokens.weight"), torch.float32)
@@ -230,8 +250,11 @@ class Model:
             return t if keep_fp32 else t.to(self.dtype)
 
         def linear(name, shape):
-            w = dequantize_linear(tensors, dtypes, p + name[:-len(".weight")], shape, c.quant, used)
-            return torch.from_numpy(w).to(self.dtype)
+            module = p + name[:-len(".weight")]
+            w = torch.from_numpy(dequantize_linear(tensors, dtypes, module, shape, c.quant, used)).to(self.dtype)
+            if module + ".weight_packed" in tensors:
+                self.int_weights.add(id(w))
+            return w
 
         Hd, H, V = c.hidden_size, c.num_attention_heads, c.vocab_size
         R, rope, nope, vd = c.kv_lora_rank, c.qk_rope_head_dim, c.qk_nope_head_dim, c.v_head_dim
@@ -292,6 +315,8 @@ class Model:
     # -- primitives -----------------------------------------------------------------------------------------
 
     def _linear(self, x, w):
+        if self.int8_activations and id(w) in self.int_weights:
+            x = quantize_activations(x)
         if self.dtype == torch.float32:
             return torch.nn.functional.linear(x, w)
         return torch.nn.functional.linear(x.float(), w.float()).to(self.dtype)

@@ -6,7 +6,8 @@ EAGLE-3 drafter in SpecForge's Kimi layout (scaled down) for a DeepSeek-style bi
 
 TINY_DIR is make_tiny_models.py's output (its tokenizer files are copied). Writes DIR/<variant>/ (HF layout),
 DIR/reference/<variant>.safetensors (input_ids I64 [S], logits F32 [S, V] compute fp32, hidden_states F32 [L+1, S, H],
-logits_hf F32 compute hf = bf16 arithmetic; quantized weights dequantized, then as bf16 ones) and DIR/MANIFEST.json; skips work when the generator hash matches.
+logits_hf F32 compute hf = bf16 arithmetic; quantized weights dequantized, then as bf16 ones; int4 variants also
+logits_int8_activations F32, compute fp32_a8) and DIR/MANIFEST.json; skips work when the generator hash matches.
 
 Variants (all vocab 384, hidden 64, 4 heads, bf16 weights unless stated):
   deepseek_v3_bf16          V3-like: q LoRA, yarn factor 40 (mscale_all_dim 1, orig 64), n_group 4 / topk_group 2,
@@ -332,8 +333,11 @@ def make_variant(name, out, ids, dr, tiny) -> dict:
     assert np.array_equal(l32, logits), "reference from files differs from in-memory model"
     lhf, _ = dr.forward(dr.Model.from_dir(vdir, "hf"), ids)
     ref = {"input_ids": ids, "logits": l32, "hidden_states": h32, "logits_hf": lhf}
-    safetensors_np.save(os.path.join(out, "reference", f"{name}.safetensors"), ref,
-                        {"input_ids": "I64", "logits": "F32", "hidden_states": "F32", "logits_hf": "F32"},
+    dtypes = {"input_ids": "I64", "logits": "F32", "hidden_states": "F32", "logits_hf": "F32"}
+    if name in QUANTIZED and QUANTIZED[name][0] == "int4":
+        ref["logits_int8_activations"], _ = dr.forward(dr.Model.from_dir(vdir, "fp32_a8"), ids)
+        dtypes["logits_int8_activations"] = "F32"
+    safetensors_np.save(os.path.join(out, "reference", f"{name}.safetensors"), ref, dtypes,
                         {"variant": name, "compute": "fp32 + hf"})
     return {"model_type": cfg["model_type"], "quantized": QUANTIZED[name][0] if name in QUANTIZED else None,
             "seed": seed, "seed_tries": attempt + 1,

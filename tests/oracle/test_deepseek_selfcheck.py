@@ -271,6 +271,21 @@ def _():
         expect(t.dtypes[n] == "BF16", f"{n}: {t.dtypes[n]}")
 
 
+@check("fp32_a8 (int4 Linears meet int8 activation blocks): recomputes the stored logits_int8_activations, moves "
+       "the logits (but not the argmax) from fp32; activation quantization by hand")
+def _():
+    r = ref("kimi_k25_int4")
+    a8, _ = dr.forward(model("kimi_k25_int4", "fp32_a8"), r["input_ids"])
+    expect(np.array_equal(a8, r["logits_int8_activations"]), "fp32_a8 != stored logits_int8_activations")
+    d = maxdiff(a8, r["logits"])
+    expect(d > 1e-2, f"int8 activations move the logits by only {d:.3g}")
+    expect(np.array_equal(a8.argmax(-1), r["logits"].argmax(-1)), "argmax moved")
+    x = torch.tensor([[127.0, 0.5, 1.5, -2.5, 0.2] + [0.0] * 27 + [0.0] * 32 + [2.0]])
+    q = dr.quantize_activations(x)  # blocks: absmax 127 (step 1, ties to even), all zero, a partial block [2.0]
+    want = torch.tensor([[127.0, 0.0, 2.0, -2.0, 0.0] + [0.0] * 59 + [2.0]])
+    expect(torch.allclose(q, want, rtol=0, atol=1e-6), f"{q[0, :5]} {q[0, -1]}")
+
+
 @check("the oracle refuses quantized tensors it cannot read as declared: F8_E4M3 without weight_scale_inv or without "
        "an fp8 quantization_config, int4 with a weight_zero_point")
 def _():
