@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -225,6 +226,28 @@ TEST(DeepseekQuantized, StoredFormatsAreReadAsDeclared) {
     j["text_config"].erase("quantization_config");
   });
   EXPECT_EQ(Transformer::load(top)->config().quant.format, WeightFormat::Int4Group);
+  // compressed-tensors writes weight_shape as torch.tensor(shape), I64; the spec's I32 and that both load.
+  const std::string i64 = copy_with_tensors("kimi_k25_int4", [](EditableTensors& t) {
+    for (auto& [name, tensor] : t) {
+      if (!name.ends_with(".weight_shape")) continue;
+      ASSERT_EQ(tensor.dtype, DType::I32);
+      int32_t v[2];
+      std::memcpy(v, tensor.bytes.data(), sizeof v);
+      const int64_t w[2] = {v[0], v[1]};
+      tensor.dtype = DType::I64;
+      tensor.bytes.resize(sizeof w);
+      std::memcpy(tensor.bytes.data(), w, sizeof w);
+    }
+  });
+  const std::vector<int32_t> ids = {1, 77, 260};
+  std::vector<std::vector<float>> logits;
+  for (const std::string& dir : {i64, deepseek_dir("kimi_k25_int4")}) {
+    auto model = Transformer::load(dir);
+    KVCache cache = model->make_cache(8);
+    model->forward(cache, {.tokens = ids});
+    logits.emplace_back(model->logits_row(0), model->logits_row(0) + model->config().vocab_size);
+  }
+  EXPECT_EQ(logits[0], logits[1]);
 }
 
 TEST(DeepseekQuantized, Fp8LoadErrorsNameTheFileAndTensor) {
