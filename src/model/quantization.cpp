@@ -158,8 +158,8 @@ WeightMatrix take_linear(TensorConsumer& take, const Checkpoint& ckpt, const std
       take.problem("'" + packed->name + "': input width " + std::to_string(in) + " is not a multiple of " + groups);
       return {};
     }
-    const TensorView* s =
-        take_scale(take, module + ".weight_scale", shape_str({out, in}) + " in groups of " + groups, {out, in / q.group});
+    const TensorView* s = take_scale(take, module + ".weight_scale", shape_str({out, in}) + " in groups of " + groups,
+                                     {out, in / q.group});
     if (s == nullptr) return {};
     w.data = packed->data;
     w.dtype = DType::I32;

@@ -59,7 +59,8 @@ LogitDiff compare_logits(const Transformer& model, const std::vector<float>& wan
 }
 
 void print_diff(const ParityCase& c, const char* against, const LogitDiff& d, int64_t S) {
-  std::printf("[parity] %s %s%s: max |dlogit| %.3g (max |logit| %.2f), rows beyond 3%%: %d, argmax mismatches %d / %lld\n",
+  std::printf("[parity] %s %s%s: max |dlogit| %.3g (max |logit| %.2f), rows beyond 3%%: %d, argmax mismatches "
+              "%d / %lld\n",
               c.variant.c_str(), std::string(isa_name(c.isa)).c_str(), against, d.max_diff, d.max_logit,
               d.rows_beyond_3pct, d.argmax_mismatches, static_cast<long long>(S));
 }
@@ -210,7 +211,8 @@ std::string copy_with_tensors(const std::string& variant, const std::function<vo
 }
 
 void expect_mentions(const std::string& error, std::initializer_list<std::string> parts) {
-  for (const std::string& part : parts) EXPECT_NE(error.find(part), std::string::npos) << "'" << part << "' in " << error;
+  for (const std::string& part : parts)
+    EXPECT_NE(error.find(part), std::string::npos) << "'" << part << "' in " << error;
 }
 
 TEST(DeepseekQuantized, StoredFormatsAreReadAsDeclared) {
@@ -290,10 +292,12 @@ TEST(DeepseekQuantized, Int4LoadErrorsNameTheFileAndTensor) {
     t[expert + "up_proj.weight_zero_point"] = {DType::I32, {32, 2}, std::vector<std::byte>(32 * 2 * 4)};
   }));
   expect_mentions(e, {"model.safetensors", expert + "up_proj.weight_zero_point': asymmetric int4 is not supported"});
-  e = load_error(copy_with_tensors("kimi_k25_int4", [&](EditableTensors& t) { t.erase(expert + "down_proj.weight_scale"); }));
+  e = load_error(
+      copy_with_tensors("kimi_k25_int4", [&](EditableTensors& t) { t.erase(expert + "down_proj.weight_scale"); }));
   expect_mentions(e, {"model.safetensors", expert + "down_proj.weight_scale' is missing"});
   // int4 tensors and no quantization_config at all.
-  e = load_error(copy_with_config("kimi_k25_int4", [](nlohmann::json& j) { j["text_config"].erase("quantization_config"); }));
+  e = load_error(
+      copy_with_config("kimi_k25_int4", [](nlohmann::json& j) { j["text_config"].erase("quantization_config"); }));
   expect_mentions(e, {"model.safetensors", expert + "gate_proj.weight_packed' is stored as int4 (pack-quantized) but "
                                            "config.json's quantization_config declares no quantization"});
 }

@@ -12,11 +12,11 @@ summarised in /work/shared/docs/target-architectures.md §4. Function by functio
   * Model._router / _moe    -> DeepseekV3TopkRouter (fp32, sigmoid, e_score_correction_bias for the choice only,
                                group top-2 sums, masked_fill 0.0, top-k, norm_topk_prob + 1e-20, routed_scaling_factor)
                                and DeepseekV3MoE (experts summed in fp32, cast, + shared_experts)
-  * dequantize_linear       -> the stored forms of a quantized Linear (target-architectures.md §4.2), decoded here from
-                               the format specs: DeepSeek FP8 (quant_method "fp8", F8_E4M3 codes, W[r, c] =
-                               e4m3(code) · weight_scale_inv[r // B, c // B]) and compressed-tensors pack-quantized int4
-                               (W[r, c] = (((word[r, c // 8] >> 4·(c % 8)) & 0xF) − 8) · weight_scale[r, c // group]);
-                               the weights are then used as the bf16 variants use theirs
+  * dequantize_linear       -> the stored forms of a quantized Linear (target-architectures.md §4.2), decoded here
+                               from the format specs: DeepSeek FP8 (quant_method "fp8", F8_E4M3 codes,
+                               W[r, c] = e4m3(code) · weight_scale_inv[r // B, c // B]) and compressed-tensors
+                               pack-quantized int4 (W[r, c] = (((word[r, c // 8] >> 4·(c % 8)) & 0xF) − 8) ·
+                               weight_scale[r, c // group]); the weights are then used as the bf16 variants' are
 Compute modes as hf_reference.py: "fp32" (weights upcast, everything fp32) and "hf" (the checkpoint dtype with HF's
 rounding points; products accumulate in fp32 and round once). "fp32_a8" is fp32 with the one thing eaglet computes
 differently by design, written from its documented scheme (src/kernels/quantized.h), not from its code: a Linear
