@@ -88,9 +88,10 @@ int64_t index_at(const TensorView& t, int64_t i) {
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 
-// A scale tensor: float dtype and exactly `shape` (or `alt`); a problem is recorded, null returned.
-const TensorView* take_scale(TensorConsumer& take, const std::string& name, const std::vector<int64_t>& shape,
-                             const std::vector<int64_t>& alt = {}) {
+// A scale tensor: float dtype and exactly `shape` (or `alt`); a problem is recorded, null returned. `why` says
+// where the expected shape comes from (the config's block or group size, which the files may disagree with).
+const TensorView* take_scale(TensorConsumer& take, const std::string& name, const std::string& why,
+                             const std::vector<int64_t>& shape, const std::vector<int64_t>& alt = {}) {
   const TensorView* s = take.take_unchecked(name);
   if (s == nullptr) {
     take.problem("'" + name + "' is missing (the scales of a quantized weight)");
@@ -98,7 +99,7 @@ const TensorView* take_scale(TensorConsumer& take, const std::string& name, cons
   }
   if (!is_float(s->dtype) || (s->shape != shape && s->shape != alt)) {
     take.problem("'" + name + "' has dtype " + std::string(dtype_name(s->dtype)) + " and shape " + s->shape_str() +
-                 ", expected F32, BF16 or F16 " + shape_str(shape));
+                 ", expected F32, BF16 or F16 " + shape_str(shape) + " (" + why + ")");
     return nullptr;
   }
   return s;
@@ -158,12 +159,13 @@ WeightMatrix take_linear(TensorConsumer& take, const Checkpoint& ckpt, const std
       take.problem("'" + module + ".weight_zero_point': asymmetric int4 is not supported");
       return {};
     }
+    const std::string groups = "quantization_config's group_size " + std::to_string(q.group);
     if (in % q.group != 0) {
-      take.problem("'" + packed->name + "': input width " + std::to_string(in) + " is not a multiple of the group size " +
-                   std::to_string(q.group));
+      take.problem("'" + packed->name + "': input width " + std::to_string(in) + " is not a multiple of " + groups);
       return {};
     }
-    const TensorView* s = take_scale(take, module + ".weight_scale", {out, in / q.group});
+    const TensorView* s = take_scale(take, module + ".weight_scale", shape_str({out, in}) + " in groups of " + groups,
+                                     {out, in / q.group});
     if (s == nullptr) return {};
     w.data = packed->data;
     w.dtype = DType::I32;
@@ -194,9 +196,12 @@ WeightMatrix take_linear(TensorConsumer& take, const Checkpoint& ckpt, const std
     take.problem(needs_config(name, int8 ? "I8" : "F8_E4M3", q));
     return {};
   }
-  const TensorView* s = int8 ? take_scale(take, module + ".weight_scale", {out, 1}, {out})
-                             : take_scale(take, module + ".weight_scale_inv",
-                                          {(out + q.group - 1) / q.group, (in + q.group - 1) / q.group});
+  const TensorView* s =
+      int8 ? take_scale(take, module + ".weight_scale", "one per output row", {out, 1}, {out})
+           : take_scale(take, module + ".weight_scale_inv",
+                        shape_str({out, in}) + " in blocks of quantization_config's weight_block_size " +
+                            std::to_string(q.group),
+                        {(out + q.group - 1) / q.group, (in + q.group - 1) / q.group});
   if (s == nullptr) return {};
   w.data = t->data;
   w.dtype = t->dtype;

@@ -12,8 +12,17 @@ summarised in /work/shared/docs/target-architectures.md §4. Function by functio
   * Model._router / _moe    -> DeepseekV3TopkRouter (fp32, sigmoid, e_score_correction_bias for the choice only,
                                group top-2 sums, masked_fill 0.0, top-k, norm_topk_prob + 1e-20, routed_scaling_factor)
                                and DeepseekV3MoE (experts summed in fp32, cast, + shared_experts)
+  * dequantize_linear       -> the stored forms of a quantized Linear (target-architectures.md §4.2), decoded here
+                               from the format specs: DeepSeek FP8 (quant_method "fp8", F8_E4M3 codes,
+                               W[r, c] = e4m3(code) · weight_scale_inv[r // B, c // B]) and compressed-tensors
+                               pack-quantized int4 (W[r, c] = (((word[r, c // 8] >> 4·(c % 8)) & 0xF) − 8) ·
+                               weight_scale[r, c // group]); the weights are then used as the bf16 variants' are
 Compute modes as hf_reference.py: "fp32" (weights upcast, everything fp32) and "hf" (the checkpoint dtype with HF's
-rounding points; products accumulate in fp32 and round once). `MUTATIONS` switches single details off for the
+rounding points; products accumulate in fp32 and round once). "fp32_a8" is fp32 with the one thing eaglet computes
+differently by design, written from its documented scheme (src/kernels/quantized.h), not from its code: a Linear
+stored as int4 meets its input quantized per row in blocks of 32 columns (scale absmax / 127, code round-half-even
+of x · 127 / absmax); it tells how far eaglet's W4A8 arithmetic may be from its own definition, where the HF math
+("fp32") only bounds it loosely. `MUTATIONS` switches single details off for the
 self-check (each must move the logits).
 
 forward(model, ids) -> (logits [S, V], hidden_states [L+1, S, H]) float32 numpy; hidden_states[i] enters layer i,
@@ -40,7 +49,10 @@ _TORCH_DTYPE = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float
 # Switches for the oracle's mutation tests (all False = the HF math).
 MUTATIONS = {"bias_in_weights": False, "no_bias": False, "no_groups": False, "half_split_rope": False,
              "no_mscale": False, "no_yarn": False, "no_shared": False, "no_norm_topk": False,
-             "no_scaling_factor": False, "softmax_router": False, "no_kv_norm": False}
+             "no_scaling_factor": False, "softmax_router": False, "no_kv_norm": False,
+             # decoding of quantized weights
+             "fp8_scale_per_row": False, "fp8_scale_divided": False,
+             "int4_nibbles_reversed": False, "int4_no_offset": False, "int4_scale_per_row": False}
 
 DEFAULTS = dict(vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
                 num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128, n_shared_experts=1,
@@ -57,6 +69,7 @@ class Config:
         if self.model_type not in SUPPORTED:
             raise ValueError(f"model_type {self.model_type!r} is not one of {SUPPORTED}")
         cfg = top["text_config"] if self.model_type == "kimi_k25" else top
+        self.quant = Quantization(top, cfg)
         self.prefix = "language_model." if self.model_type == "kimi_k25" else ""
         g = {k: cfg.get(k, v) for k, v in DEFAULTS.items()}
         self.raw = g
@@ -72,6 +85,102 @@ class Config:
             if mad:
                 m = get_mscale(rs["factor"], mad)
                 self.scaling = self.scaling * m * m
+
+
+def decode_e4m3(codes) -> np.ndarray:
+    """float8_e4m3fn codes (uint8) -> float32: sign bit 7, exponent bits 6..3 (bias 7), mantissa bits 2..0; exponent
+    field 0 is subnormal (m/8 · 2^-6); S.1111.111 is NaN; no infinities."""
+    c = np.asarray(codes, np.uint8).astype(np.int64)
+    e, m = (c >> 3) & 0xF, c & 0x7
+    mag = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1.0 + m / 8.0) * np.exp2(e - 7.0))
+    mag = np.where((c & 0x7F) == 0x7F, np.nan, mag)
+    return np.where(c & 0x80, -mag, mag).astype(np.float32)
+
+
+class Quantization:
+    """config.json's quantization_config (K2.5: in text_config, or at the top level)."""
+
+    def __init__(self, top: dict, text: dict):
+        q = top.get("quantization_config") or text.get("quantization_config")
+        self.method, self.block, self.group = None, None, None
+        if not q:
+            return
+        self.method = q["quant_method"]
+        if self.method == "fp8":
+            b = q["weight_block_size"]
+            if q.get("fmt", "e4m3") != "e4m3" or len(b) != 2 or b[0] != b[1]:
+                raise ValueError(f"fp8 quantization_config not understood: {q}")
+            self.block = int(b[0])
+        elif self.method == "compressed-tensors":
+            (g,) = q["config_groups"].values()
+            w = g["weights"]
+            if (q["format"], w["num_bits"], w["type"], w["strategy"], w["symmetric"]) != \
+                    ("pack-quantized", 4, "int", "group", True):
+                raise ValueError(f"compressed-tensors scheme not understood: {q}")
+            self.group = int(w["group_size"])
+        else:
+            raise ValueError(f"quant_method {self.method!r}")
+
+
+def take_array(tensors, name: str, shape, used: set) -> np.ndarray:
+    if name not in tensors:
+        raise KeyError(f"checkpoint lacks {name}")
+    a = np.asarray(tensors[name])
+    if tuple(a.shape) != tuple(shape):
+        raise ValueError(f"{name}: shape {list(a.shape)}, expected {list(shape)}")
+    used.add(name)
+    return a
+
+
+def dequantize_linear(tensors, dtypes, module: str, shape, quant: Quantization, used: set) -> np.ndarray:
+    """The fp32 weight [out, in] of Linear `module` (a dense .weight, or a quantized stored form)."""
+    out, inp = shape
+    if module + ".weight_packed" in tensors:
+        if quant.group is None:
+            raise ValueError(f"{module}.weight_packed without a compressed-tensors quantization_config")
+        if module + ".weight_zero_point" in tensors:
+            raise ValueError(f"{module}: asymmetric int4 (weight_zero_point)")
+        words = np.asarray(tensors[module + ".weight_packed"]).astype(np.int64) & 0xFFFFFFFF
+        scale = np.asarray(tensors[module + ".weight_scale"], np.float32)
+        wshape = [int(v) for v in np.asarray(tensors[module + ".weight_shape"]).reshape(-1)]
+        if wshape != [out, inp] or words.shape != (out, inp // 8) or scale.shape != (out, inp // quant.group):
+            raise ValueError(f"{module}: packed {words.shape} scale {scale.shape} shape {wshape} for [{out}, {inp}]")
+        col = np.arange(inp)
+        shift = 4 * (7 - col % 8) if MUTATIONS["int4_nibbles_reversed"] else 4 * (col % 8)
+        nib = (words[:, col // 8] >> shift[None, :]) & 0xF
+        q = nib if MUTATIONS["int4_no_offset"] else nib - 8
+        s = scale[:, :1].repeat(inp, 1) if MUTATIONS["int4_scale_per_row"] else scale[:, col // quant.group]
+        used.update(module + n for n in (".weight_packed", ".weight_scale", ".weight_shape"))
+        return q.astype(np.float32) * s
+    name = module + ".weight"
+    a = take_array(tensors, name, shape, used)
+    if dtypes.get(name) != "F8_E4M3":
+        return np.array(a, dtype=np.float32)
+    B = quant.block
+    if B is None:
+        raise ValueError(f"{name} is F8_E4M3 without an fp8 quantization_config")
+    si = np.asarray(tensors[module + ".weight_scale_inv"], np.float32)
+    if si.shape != (-(-out // B), -(-inp // B)):
+        raise ValueError(f"{module}.weight_scale_inv: shape {si.shape} for [{out}, {inp}] in {B}-blocks")
+    used.add(module + ".weight_scale_inv")
+    r, c = np.arange(out) // B, np.arange(inp) // B
+    s = si[r][:, np.zeros_like(c)] if MUTATIONS["fp8_scale_per_row"] else si[r][:, c]
+    w = decode_e4m3(a)
+    return w / s if MUTATIONS["fp8_scale_divided"] else w * s
+
+
+def quantize_activations(x, block=32):
+    """Each row of x [S, K] in blocks of `block` columns (the last zero-padded): the values code · absmax / 127 with
+    code = round-half-even(x · (127 / absmax)), clamped to ±127; an all-zero block stays zero."""
+    S, K = x.shape
+    kp = -(-K // block) * block
+    xp = torch.zeros(S, kp, dtype=torch.float32)
+    xp[:, :K] = x.float()
+    b = xp.view(S, kp // block, block)
+    amax = b.abs().amax(-1, keepdim=True)
+    safe = torch.where(amax > 0, amax, torch.ones_like(amax))
+    codes = torch.round(b * (127.0 / safe)).clamp(-127, 127)
+    return (codes * (safe / 127.0)).view(S, kp)[:, :K].to(x.dtype)
 
 
 def get_mscale(scale, mscale=1.0):
@@ -127,22 +236,25 @@ class Model:
         self.c = c = Config(config)
         dtypes = dtypes or {}
         p = c.prefix
-        if compute == "fp32":
+        self.int8_activations = compute == "fp32_a8"
+        self.int_weights = set()  # id() of the weights stored as int4
+        if compute in ("fp32", "fp32_a8"):
             self.dtype = torch.float32
         else:
             self.dtype = _TORCH_DTYPE.get(dtypes.get(p + "model.embed_tokens.weight"), torch.float32)
         used = set()
 
         def get(name, shape, keep_fp32=False):
-            name = p + name
-            if name not in tensors:
-                raise KeyError(f"checkpoint lacks {name}")
-            a = np.asarray(tensors[name])
-            if tuple(a.shape) != tuple(shape):
-                raise ValueError(f"{name}: shape {list(a.shape)}, expected {list(shape)}")
-            used.add(name)
+            a = take_array(tensors, p + name, shape, used)
             t = torch.from_numpy(np.array(a, dtype=np.float32))
             return t if keep_fp32 else t.to(self.dtype)
+
+        def linear(name, shape):
+            module = p + name[:-len(".weight")]
+            w = torch.from_numpy(dequantize_linear(tensors, dtypes, module, shape, c.quant, used)).to(self.dtype)
+            if module + ".weight_packed" in tensors:
+                self.int_weights.add(id(w))
+            return w
 
         Hd, H, V = c.hidden_size, c.num_attention_heads, c.vocab_size
         R, rope, nope, vd = c.kv_lora_rank, c.qk_rope_head_dim, c.qk_nope_head_dim, c.v_head_dim
@@ -152,28 +264,28 @@ class Model:
             q = f"model.layers.{i}."
             L = {"in_norm": get(q + "input_layernorm.weight", (Hd,)),
                  "post_norm": get(q + "post_attention_layernorm.weight", (Hd,)),
-                 "kv_a": get(q + "self_attn.kv_a_proj_with_mqa.weight", (R + rope, Hd)),
+                 "kv_a": linear(q + "self_attn.kv_a_proj_with_mqa.weight", (R + rope, Hd)),
                  "kv_a_norm": get(q + "self_attn.kv_a_layernorm.weight", (R,)),
-                 "kv_b": get(q + "self_attn.kv_b_proj.weight", (H * (nope + vd), R)),
-                 "o": get(q + "self_attn.o_proj.weight", (Hd, H * vd))}
+                 "kv_b": linear(q + "self_attn.kv_b_proj.weight", (H * (nope + vd), R)),
+                 "o": linear(q + "self_attn.o_proj.weight", (Hd, H * vd))}
             if c.q_lora_rank:
-                L["q_a"] = get(q + "self_attn.q_a_proj.weight", (c.q_lora_rank, Hd))
+                L["q_a"] = linear(q + "self_attn.q_a_proj.weight", (c.q_lora_rank, Hd))
                 L["q_a_norm"] = get(q + "self_attn.q_a_layernorm.weight", (c.q_lora_rank,))
-                L["q_b"] = get(q + "self_attn.q_b_proj.weight", (H * c.qk_head_dim, c.q_lora_rank))
+                L["q_b"] = linear(q + "self_attn.q_b_proj.weight", (H * c.qk_head_dim, c.q_lora_rank))
             else:
-                L["q"] = get(q + "self_attn.q_proj.weight", (H * c.qk_head_dim, Hd))
+                L["q"] = linear(q + "self_attn.q_proj.weight", (H * c.qk_head_dim, Hd))
             if i >= c.first_k_dense_replace:
                 E, I = c.n_routed_experts, c.moe_intermediate_size
                 L["router"] = get(q + "mlp.gate.weight", (E, Hd))
                 L["bias"] = get(q + "mlp.gate.e_score_correction_bias", (E,), keep_fp32=True)
-                L["experts"] = [{n: get(q + f"mlp.experts.{e}.{n}_proj.weight", (I, Hd) if n != "down" else (Hd, I))
+                L["experts"] = [{n: linear(q + f"mlp.experts.{e}.{n}_proj.weight", (I, Hd) if n != "down" else (Hd, I))
                                  for n in ("gate", "up", "down")} for e in range(E)]
                 S = I * c.n_shared_experts
-                L["shared"] = {n: get(q + f"mlp.shared_experts.{n}_proj.weight", (S, Hd) if n != "down" else (Hd, S))
+                L["shared"] = {n: linear(q + f"mlp.shared_experts.{n}_proj.weight", (S, Hd) if n != "down" else (Hd, S))
                                for n in ("gate", "up", "down")}
             else:
                 I = c.intermediate_size
-                L["mlp"] = {n: get(q + f"mlp.{n}_proj.weight", (I, Hd) if n != "down" else (Hd, I))
+                L["mlp"] = {n: linear(q + f"mlp.{n}_proj.weight", (I, Hd) if n != "down" else (Hd, I))
                             for n in ("gate", "up", "down")}
             self.layers.append(L)
         self.norm = get("model.norm.weight", (Hd,))
@@ -203,6 +315,8 @@ class Model:
     # -- primitives -----------------------------------------------------------------------------------------
 
     def _linear(self, x, w):
+        if self.int8_activations and id(w) in self.int_weights:
+            x = quantize_activations(x)
         if self.dtype == torch.float32:
             return torch.nn.functional.linear(x, w)
         return torch.nn.functional.linear(x.float(), w.float()).to(self.dtype)

@@ -6,7 +6,8 @@ EAGLE-3 drafter in SpecForge's Kimi layout (scaled down) for a DeepSeek-style bi
 
 TINY_DIR is make_tiny_models.py's output (its tokenizer files are copied). Writes DIR/<variant>/ (HF layout),
 DIR/reference/<variant>.safetensors (input_ids I64 [S], logits F32 [S, V] compute fp32, hidden_states F32 [L+1, S, H],
-logits_hf F32 compute hf = bf16 arithmetic) and DIR/MANIFEST.json; skips work when the generator hash matches.
+logits_hf F32 compute hf = bf16 arithmetic; quantized weights dequantized, then as bf16 ones; int4 variants also
+logits_int8_activations F32, compute fp32_a8) and DIR/MANIFEST.json; skips work when the generator hash matches.
 
 Variants (all vocab 384, hidden 64, 4 heads, bf16 weights unless stated):
   deepseek_v3_bf16          V3-like: q LoRA, yarn factor 40 (mscale_all_dim 1, orig 64), n_group 4 / topk_group 2,
@@ -14,6 +15,14 @@ Variants (all vocab 384, hidden 64, 4 heads, bf16 weights unless stated):
   kimi_k2_bf16              Kimi-like: n_group 1, 12 experts top-3, rope_theta 50000, yarn factor 32, betas 1/1
   deepseek_v3_noqlora_bf16  q_lora_rank null (plain q_proj), no rope_scaling, n_group 2 / topk_group 1, 2 shared
   kimi_k25_bf16             the kimi_k2 weights wrapped as Kimi-K2.5 (text_config, language_model., vision tensors)
+  deepseek_v3_fp8           the V3-like config as DeepSeek releases it in FP8 (quant_method fp8, weight_block_size
+                            [16, 16]; q_lora_rank and moe_intermediate_size 40 so blocks end partial in rows and
+                            columns): every q_a/q_b/kv_a/kv_b/o and dense, expert and shared-expert gate/up/down
+                            projection F8_E4M3 with weight_scale_inv F32 [ceil(out/16), ceil(in/16)]; embeddings,
+                            lm_head, norms, router bf16, e_score_correction_bias fp32
+  kimi_k25_int4             the Kimi-like config as Kimi-K2.5 releases it: text_config, language_model., vision
+                            tensors, routed experts compressed-tensors pack-quantized int4 group 32 (weight_packed I32,
+                            weight_scale BF16, weight_shape I32), the rest bf16 (quantization_config's ignore list)
   kimi_nearecho_fp32        a Kimi-style bigram target (o_proj/down_proj small noise) for the drafter
   kimi_specforge_drafter    EAGLE-3 drafter, SpecForge layout (LlamaForCausalLMEagle3, midlayer.*, eagle_config aux
                             ids [0, 1, 2] in SGLang's output convention = inputs of layers 1, 2, 3) that reproduces
@@ -27,6 +36,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import zlib
@@ -37,7 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import safetensors_np  # noqa: E402
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 SEQ_LEN = 24
 INPUT_SEED = 20261201
 MIN_MARGIN = 0.1          # top-1 minus top-2 logit, fp32 reference, every position
@@ -57,6 +67,33 @@ V3_YARN = {"type": "yarn", "factor": 40.0, "beta_fast": 32.0, "beta_slow": 1.0, 
 KIMI_YARN = {"type": "yarn", "factor": 32.0, "beta_fast": 1.0, "beta_slow": 1.0, "mscale": 1.0,
              "mscale_all_dim": 1.0, "original_max_position_embeddings": 64}
 
+FP8_BLOCK = 16
+INT4_GROUP = 32
+FP8_CONFIG = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+              "weight_block_size": [FP8_BLOCK, FP8_BLOCK]}
+# compressed-tensors as Kimi-K2-Thinking / K2.5 declare it: one scheme for Linear, everything but the routed experts
+# ignored (kept bf16).
+INT4_CONFIG = {
+    "quant_method": "compressed-tensors", "format": "pack-quantized", "quantization_status": "compressed",
+    "kv_cache_scheme": None,
+    "config_groups": {"group_0": {
+        "targets": ["Linear"], "input_activations": None, "output_activations": None,
+        "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": INT4_GROUP,
+                    "dynamic": False, "actorder": None, "block_structure": None, "observer": "minmax",
+                    "observer_kwargs": {}}}},
+    "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*",
+               "re:vision_tower.*", "re:mm_projector.*"]}
+# Variant -> (stored format, which Linears). DeepSeek's FP8 release: every projection of attention and the MLPs;
+# Kimi-K2.5: the routed experts only.
+QUANTIZED = {
+    "deepseek_v3_fp8": ("fp8", re.compile(r"(self_attn\.(q_a_proj|q_b_proj|q_proj|kv_a_proj_with_mqa|kv_b_proj|o_proj)|"
+                                          r"mlp\.(experts\.\d+\.|shared_experts\.)?(gate|up|down)_proj)\.weight$")),
+    "kimi_k25_int4": ("int4", re.compile(r"mlp\.experts\.\d+\.(gate|up|down)_proj\.weight$")),
+}
+K25_WRAPPED = {"kimi_k25_int4"}  # generated as kimi_k2, stored in Kimi-K2.5's layout
+# Where a variant's seed search starts when the name's crc32 start needs many tries (kimi_k25_int4: 51, ~1 min of CI).
+SEED_START = {"kimi_k25_int4": 85412}
+
 VARIANTS = {
     "deepseek_v3_bf16": dict(model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"], rope_scaling=V3_YARN,
                              max_position_embeddings=2560, num_nextn_predict_layers=1),
@@ -66,6 +103,13 @@ VARIANTS = {
     "deepseek_v3_noqlora_bf16": dict(model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"],
                                      q_lora_rank=None, rope_scaling=None, max_position_embeddings=4096, n_group=2,
                                      topk_group=1, n_shared_experts=2, num_hidden_layers=3),
+    "deepseek_v3_fp8": dict(model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"], rope_scaling=V3_YARN,
+                            max_position_embeddings=2560, num_nextn_predict_layers=1, q_lora_rank=40,
+                            moe_intermediate_size=40, quantization_config=FP8_CONFIG),
+    "kimi_k25_int4": dict(model_type="kimi_k2", architectures=["DeepseekV3ForCausalLM"], n_routed_experts=12,
+                          num_experts_per_tok=3, n_group=1, topk_group=1, routed_scaling_factor=2.827,
+                          rope_theta=50000.0, rope_scaling=KIMI_YARN, max_position_embeddings=2048, rms_norm_eps=1e-5,
+                          quantization_config=INT4_CONFIG),
 }
 WRAPPED = "kimi_k25_bf16"      # kimi_k2_bf16 as Kimi-K2.5
 ECHO = "kimi_nearecho_fp32"
@@ -136,6 +180,87 @@ def make_weights(cfg: dict, seed: int) -> tuple[dict, dict]:
     return t, dtypes
 
 
+# --- the stored formats (written here from the format specs; deepseek_reference.py decodes them on its own) ------
+
+def _e4m3_values() -> np.ndarray:
+    """The 127 non-negative finite float8_e4m3fn values, increasing; index = code (0x00..0x7E). Subnormals m·2^-9,
+    then (8 + m)·2^(e-10) for exponent fields e = 1..15 (0x7F is NaN; e4m3fn has no infinities)."""
+    sub = [m * 2.0 ** -9 for m in range(8)]
+    normal = [(8 + m) * 2.0 ** (e - 10) for e in range(1, 16) for m in range(8)]
+    return np.array(sub + normal[:-1])
+
+
+E4M3_VALUES = _e4m3_values()
+E4M3_MAX = 448.0
+
+
+def e4m3_encode(x) -> np.ndarray:
+    """float -> float8_e4m3fn codes (uint8): round to nearest, ties to the even code; |x| > 448 saturates to 448;
+    NaN -> 0x7F with the sign bit."""
+    x = np.asarray(x, np.float64)
+    a = np.minimum(np.abs(np.nan_to_num(x)), E4M3_MAX)
+    hi = np.clip(np.searchsorted(E4M3_VALUES, a, side="left"), 0, len(E4M3_VALUES) - 1)
+    lo = np.maximum(hi - 1, 0)
+    d_lo, d_hi = a - E4M3_VALUES[lo], E4M3_VALUES[hi] - a
+    code = np.where((d_hi < d_lo) | ((d_hi == d_lo) & (hi % 2 == 0)), hi, lo)
+    code = np.where(np.isnan(x), 0x7F, code).astype(np.uint8)
+    return code | (np.signbit(x).astype(np.uint8) << 7)
+
+
+def quantize_fp8(w: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """DeepSeek's block quantization: per block×block tile (partial at the edges) scale_inv = absmax / 448 and
+    codes = e4m3(w / scale_inv). -> (codes uint8 [out, in], scale_inv float32 [ceil(out/B), ceil(in/B)])."""
+    out, inp = w.shape
+    rb, cb = -(-out // block), -(-inp // block)
+    scale = np.zeros((rb, cb), np.float32)
+    codes = np.zeros(w.shape, np.uint8)
+    for i in range(rb):
+        for j in range(cb):
+            tile = w[i * block:(i + 1) * block, j * block:(j + 1) * block]
+            s = np.float32(np.abs(tile).max() / E4M3_MAX) or np.float32(1.0)
+            scale[i, j] = s
+            codes[i * block:(i + 1) * block, j * block:(j + 1) * block] = e4m3_encode(tile / s)
+    return codes, scale
+
+
+def quantize_int4(w: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
+    """compressed-tensors symmetric int4, strategy group: scale = absmax / 7.5 per (row, group), rounded to bf16 (as
+    stored); q = clip(round-half-even(w / scale), -8, 7); q + 8 packed 8 per int32, column c in bits 4·(c % 8) of
+    word c // 8. -> (weight_packed int32 [out, in/8], weight_scale float32 [out, in/group] holding bf16 values)."""
+    out, inp = w.shape
+    g = w.reshape(out, inp // group, group)
+    scale = safetensors_np.round_bf16(np.abs(g).max(-1) / 7.5)
+    scale[scale == 0] = 1.0
+    q = np.clip(np.rint(g / scale[..., None]), -8, 7).astype(np.int64).reshape(out, inp)
+    nib = (q + 8).reshape(out, inp // 8, 8)
+    words = np.zeros((out, inp // 8), np.uint64)
+    for i in range(8):
+        words |= nib[..., i].astype(np.uint64) << np.uint64(4 * i)
+    return words.astype(np.uint32).view(np.int32), scale
+
+
+def store_quantized(name: str, tensors: dict, dtypes: dict) -> tuple[dict, dict]:
+    """The variant's checkpoint tensors: its quantized Linears replaced by their stored form."""
+    if name not in QUANTIZED:
+        return tensors, dtypes
+    fmt, which = QUANTIZED[name]
+    t, d = {}, {}
+    for k, v in tensors.items():
+        if not which.search(k):
+            t[k], d[k] = v, dtypes[k]
+            continue
+        module = k[:-len(".weight")]
+        if fmt == "fp8":
+            t[k], t[module + ".weight_scale_inv"] = quantize_fp8(v, FP8_BLOCK)
+            d[k], d[module + ".weight_scale_inv"] = "F8_E4M3", "F32"
+        else:
+            t[module + ".weight_packed"], t[module + ".weight_scale"] = quantize_int4(v, INT4_GROUP)
+            t[module + ".weight_shape"] = np.array(v.shape, np.int32)
+            for suffix, dt in ((".weight_packed", "I32"), (".weight_scale", "BF16"), (".weight_shape", "I32")):
+                d[module + suffix] = dt
+    return t, d
+
+
 def margins(logits):
     s = np.sort(logits, axis=-1)
     return s[:, -1] - s[:, -2]
@@ -178,12 +303,19 @@ def wrap_k25(cfg: dict, tensors: dict, dtypes: dict, rng) -> tuple[dict, dict, d
     return top, t, d
 
 
+def stored_variant(name, cfg, seed) -> tuple[dict, dict, dict]:
+    """(config.json, tensors, dtypes) of a variant as written: quantized, and in Kimi-K2.5's layout where it says."""
+    t, d = store_quantized(name, *make_weights(cfg, seed))
+    if name in K25_WRAPPED:
+        return wrap_k25(cfg, t, d, np.random.default_rng(25))
+    return cfg, t, d
+
+
 def make_variant(name, out, ids, dr, tiny) -> dict:
-    cfg = make_config(name)
-    base_seed = zlib.crc32(name.encode()) % 100000
+    base_seed = SEED_START.get(name, zlib.crc32(name.encode()) % 100000)
     best = None
     for attempt in range(MAX_SEED_TRIES):
-        t, d = make_weights(cfg, base_seed + attempt)
+        cfg, t, d = stored_variant(name, make_config(name), base_seed + attempt)
         m = dr.Model(cfg, t, d, "fp32")
         logits, hidden, routing = m.forward(ids, record_routing=True)
         logits = logits.numpy()
@@ -201,10 +333,14 @@ def make_variant(name, out, ids, dr, tiny) -> dict:
     assert np.array_equal(l32, logits), "reference from files differs from in-memory model"
     lhf, _ = dr.forward(dr.Model.from_dir(vdir, "hf"), ids)
     ref = {"input_ids": ids, "logits": l32, "hidden_states": h32, "logits_hf": lhf}
-    safetensors_np.save(os.path.join(out, "reference", f"{name}.safetensors"), ref,
-                        {"input_ids": "I64", "logits": "F32", "hidden_states": "F32", "logits_hf": "F32"},
+    dtypes = {"input_ids": "I64", "logits": "F32", "hidden_states": "F32", "logits_hf": "F32"}
+    if name in QUANTIZED and QUANTIZED[name][0] == "int4":
+        ref["logits_int8_activations"], _ = dr.forward(dr.Model.from_dir(vdir, "fp32_a8"), ids)
+        dtypes["logits_int8_activations"] = "F32"
+    safetensors_np.save(os.path.join(out, "reference", f"{name}.safetensors"), ref, dtypes,
                         {"variant": name, "compute": "fp32 + hf"})
-    return {"model_type": cfg["model_type"], "seed": seed, "seed_tries": attempt + 1,
+    return {"model_type": cfg["model_type"], "quantized": QUANTIZED[name][0] if name in QUANTIZED else None,
+            "seed": seed, "seed_tries": attempt + 1,
             "margin_fp32_min": float(margins(l32).min()), "routing_gap_min": float(min(g for _, _, g in routing)),
             "experts_used": {str(i): sorted(set(int(e) for e in idx.flatten())) for i, idx, _ in routing},
             "hf_vs_fp32_max_abs": float(np.abs(lhf - l32).max()),

@@ -28,6 +28,7 @@ _STORAGE = {
     "I16": np.dtype("<i2"),
     "I8": np.dtype("i1"),
     "U8": np.dtype("u1"),
+    "F8_E4M3": np.dtype("u1"),  # raw codes; deepseek_reference.py decodes them
     "BOOL": np.dtype("?"),
 }
 
