@@ -3,6 +3,7 @@
 //   plain.cpp        --plain: prefill/decode tok/s at several thread counts, GB/s of weights per decode step
 //   cost_curve.cpp   --cost-curve: T(M)/T(1) for M new tokens after a cached context, GFLOP/s and % of the peak,
 //                    --drafter-step: a drafter step against a target step
+//   moe_cost.cpp     --cost-curve on MoE models: weight bytes read per forward (experts chosen), GB/s, speedup ceiling
 //   peak.cpp         --peak: bandwidth and compute probes on 1 and all threads, the matmul kernels on one layer's
 //                    shapes against the compute peak (and oneDNN's, onednn_reference.cpp, when built with it)
 //   speculative.cpp  -d DRAFTER --prompts FILE, or --echo-pair: plain vs speculative over a prompt set
@@ -31,6 +32,8 @@ struct BenchArgs {
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64}, contexts = {512, 2048};
   int repeats = 3;
   std::string model, shape = "1b", synthetic_dir = "models";
+  std::string weights;  // synthetic MoE shapes: fp8 (default) or bf16 projections
+  int layers = 0;       // synthetic shapes: layers instead of the shape's (0: its own; moonlight-a3b: 12)
   int prompt_tokens = 128, decode_tokens = 32;
   std::vector<int> threads = {1, 2};
   // speculative: the drafter, aux convention and (when given) one draft setting come from the shared flags
@@ -50,6 +53,9 @@ struct BenchArgs {
 
 int run_plain(const BenchArgs& a);
 int run_cost_curve(const BenchArgs& a);
+// --cost-curve on a model with MoE layers (moe_cost.cpp): the weight bytes each forward reads (dense part + the
+// routed experts its rows chose), their GB/s, and the speculative speedup that T(M) leaves.
+int run_moe_cost_curve(const BenchArgs& a, Transformer& model, const std::string& dir);
 int run_speculative(const BenchArgs& a);
 int run_peak(const BenchArgs& a);
 int run_serve(const BenchArgs& a);  // src/bench/serve/
@@ -59,6 +65,15 @@ int run_serve(const BenchArgs& a);  // src/bench/serve/
 std::string echo_pair_dir(const BenchArgs& a);
 // --num-prompts (default 4) prompts of --prompt-tokens random ids below vocab_size, the same every run.
 std::vector<std::vector<int32_t>> random_prompts(const BenchArgs& a, int64_t vocab_size);
+
+// One forward over M new tokens with all logits (as verification runs), after a cached context: the best time of
+// --repeats, and the routed experts it ran (0 without MoE layers).
+struct ForwardTime {
+  double ms = 0.0;
+  int64_t experts_run = 0;
+};
+// For each M of --batch-sizes, after `ctx` cached tokens (random ids, the same every run).
+std::vector<ForwardTime> time_forwards(Transformer& model, const BenchArgs& a, int ctx);
 
 // -m DIR, or a synthetic model of --shape written once under --synthetic-dir.
 std::string model_dir(const BenchArgs& a);
@@ -74,6 +89,7 @@ struct MachineProbe {
 };
 MachineProbe probe_machine(ThreadPool& pool);
 void print_machine_probe(const MachineProbe& p, int threads);
+void print_read_probe(double gb_s, int threads);  // its first line
 // The peak of the instruction the active kernels issue for weights of `dtype` (vdpbf16ps for bf16 on the BF16 path,
 // else fp32 FMA); 0 when it was not measured.
 double kernel_peak_gflops(const ComputePeak& peak, DType dtype);

@@ -58,14 +58,40 @@ void time_drafter_step(const BenchArgs& a, Transformer& target, double target_ms
   }
 }
 
-// Time of one target forward over M new tokens (all logits, as verification needs) after `ctx` cached tokens.
 }  // namespace
+
+std::vector<ForwardTime> time_forwards(Transformer& model, const BenchArgs& a, int ctx) {
+  const int max_m = *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end());
+  std::mt19937 rng(11);
+  std::vector<int32_t> tokens(static_cast<size_t>(std::max(max_m, ctx)));
+  for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(model.config().vocab_size));
+  KVCache cache = model.make_cache(ctx + max_m);
+  for (int start = 0; start < ctx; start += 256) {
+    const int n = std::min(256, ctx - start);
+    model.forward(cache, {.tokens = {tokens.data() + start, static_cast<size_t>(n)}});
+    cache.commit_all();
+  }
+  std::vector<ForwardTime> out;
+  for (int m : a.batch_sizes) {
+    ForwardTime best{1e30, 0};
+    for (int r = 0; r < a.repeats; ++r) {
+      Timer t;
+      model.forward(cache, {.tokens = {tokens.data(), static_cast<size_t>(m)}, .all_logits = true});
+      best = {std::min(best.ms, t.seconds() * 1e3), model.routed_experts_run()};
+      cache.discard_pending();
+    }
+    out.push_back(best);
+  }
+  return out;
+}
 
 int run_cost_curve(const BenchArgs& a) {
   set_num_threads(a.bench_threads);
   const std::string dir = model_dir(a);
   auto model = Transformer::load(dir);
-  const int64_t bytes = weight_bytes_per_token(*model), vocab = model->config().vocab_size;
+  for (const BlockSpec& b : model->config().blocks)
+    if (b.mlp == MlpKind::Moe) return run_moe_cost_curve(a, *model, dir);
+  const int64_t bytes = weight_bytes_per_token(*model);
   const double params = static_cast<double>(matmul_params_per_token(*model));
   const MachineProbe machine = probe_machine(thread_pool());
   const double probe = machine.read_gb_s, peak = kernel_peak_gflops(machine.compute, model->lm_head().dtype);
@@ -75,29 +101,10 @@ int run_cost_curve(const BenchArgs& a) {
   std::printf("GFLOP/s counts the matmuls of a forward over M tokens, 2 x %.2f G parameters x M (attention not "
               "counted); %% of peak is against the probed %.0f GFLOP/s of the kernels' instruction\n\n",
               params / 1e9, peak);
-  const int max_m = *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end());
-  std::mt19937 rng(11);
-  std::vector<int32_t> tokens(static_cast<size_t>(std::max(max_m, *std::max_element(a.contexts.begin(), a.contexts.end()))));
-  for (auto& t : tokens) t = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
-  std::vector<std::vector<double>> ms(a.contexts.size());
-  for (size_t c = 0; c < a.contexts.size(); ++c) {
-    const int ctx = a.contexts[c];
-    KVCache cache = model->make_cache(ctx + max_m);
-    for (int start = 0; start < ctx; start += 256) {
-      const int n = std::min(256, ctx - start);
-      model->forward(cache, {.tokens = {tokens.data() + start, static_cast<size_t>(n)}});
-      cache.commit_all();
-    }
-    for (int m : a.batch_sizes) {
-      double best = 1e30;
-      for (int r = 0; r < a.repeats; ++r) {
-        Timer t;
-        model->forward(cache, {.tokens = {tokens.data(), static_cast<size_t>(m)}, .all_logits = true});
-        best = std::min(best, t.seconds());
-        cache.discard_pending();
-      }
-      ms[c].push_back(best * 1e3);
-    }
+  std::vector<std::vector<double>> ms;
+  for (int ctx : a.contexts) {
+    ms.emplace_back();
+    for (const ForwardTime& t : time_forwards(*model, a, ctx)) ms.back().push_back(t.ms);
   }
   std::printf("| M (new tokens) |");
   for (int ctx : a.contexts) std::printf(" ctx %d: ms | T(M)/T(1) | GFLOP/s | %% of peak |", ctx);

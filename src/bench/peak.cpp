@@ -203,8 +203,12 @@ void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
 
 MachineProbe probe_machine(ThreadPool& pool) { return {probe_read_bandwidth(pool), probe_compute_peak(pool)}; }
 
+void print_read_probe(double gb_s, int threads) {
+  std::printf("memory read bandwidth (probe, %d thread%s): %.1f GB/s\n", threads, threads == 1 ? "" : "s", gb_s);
+}
+
 void print_machine_probe(const MachineProbe& p, int threads) {
-  std::printf("memory read bandwidth (probe, %d thread%s): %.1f GB/s\n", threads, threads == 1 ? "" : "s", p.read_gb_s);
+  print_read_probe(p.read_gb_s, threads);
   std::printf("compute peak (probe, %d thread%s): %s, %s, %s\n", threads, threads == 1 ? "" : "s",
               probe_text("fp32 FMA", p.compute.fp32_fma, "GFLOP/s").c_str(),
               probe_text("bf16 dot", p.compute.bf16_dot, "GFLOP/s").c_str(),

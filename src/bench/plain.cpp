@@ -66,11 +66,24 @@ int64_t weight_bytes_per_token(const Transformer& model) {
 
 std::string model_dir(const BenchArgs& a) {
   if (!a.model.empty()) return a.model;
-  if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
-  const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
-  const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + "-bf16";
-  std::fprintf(stderr, "bench: using %s (random bf16 weights, %s shape; written once)\n", dir.c_str(), shape.name.c_str());
-  ensure_synthetic_model(dir, shape, DType::BF16, 1);
+  const bool moe = a.shape == "moonlight-a3b" || a.shape == "moe-tiny";
+  if (!moe && a.shape != "1b" && a.shape != "8b")
+    fail("--shape: expected 1b, 8b, moonlight-a3b or moe-tiny, found '", a.shape, "'");
+  if (moe && !a.cost_curve) fail("--shape ", a.shape, ": the MoE shapes are for --cost-curve");
+  if (!moe && a.weights == "fp8") fail("--weights fp8: the Llama shapes are written bf16 (fp8 is for the MoE shapes)");
+  SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : a.shape == "1b" ? llama32_1b_shape()
+                         : a.shape == "moe-tiny" ? tiny_moe_shape() : moonlight_a3b_shape(a.layers > 0 ? a.layers : 12);
+  if (a.layers > 0 && a.layers != shape.layers) {
+    shape.layers = a.layers;
+    shape.name.append("-").append(std::to_string(a.layers)).append("l");
+  }
+  if (moe && shape.layers <= shape.moe.first_dense)
+    fail("--layers ", shape.layers, ": ", a.shape, " has ", shape.moe.first_dense, " dense layer(s) first; give more");
+  const DType dtype = moe && a.weights != "bf16" ? DType::F8_E4M3 : DType::BF16;
+  const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + (dtype == DType::BF16 ? "-bf16" : "-fp8");
+  std::fprintf(stderr, "bench: using %s (random %s weights, %s shape; written once)\n", dir.c_str(),
+               dtype == DType::BF16 ? "bf16" : "fp8 e4m3 projection", shape.name.c_str());
+  ensure_synthetic_model(dir, shape, dtype, 1);
   return dir;
 }
 

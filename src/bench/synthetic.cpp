@@ -15,20 +15,46 @@
 
 namespace eaglet {
 
-SyntheticShape llama32_1b_shape() { return {"llama-3.2-1b", 128256, 2048, 8192, 16, 32, 8, 64, 500000.0, true}; }
-SyntheticShape llama31_8b_shape() { return {"llama-3.1-8b", 128256, 4096, 14336, 32, 32, 8, 128, 500000.0, false}; }
+SyntheticShape llama32_1b_shape() { return {"llama-3.2-1b", 128256, 2048, 8192, 16, 32, 8, 64, 500000.0, true, {}}; }
+SyntheticShape llama31_8b_shape() { return {"llama-3.1-8b", 128256, 4096, 14336, 32, 32, 8, 128, 500000.0, false, {}}; }
+SyntheticShape moonlight_a3b_shape(int64_t layers) {
+  return {"moonlight-a3b-" + std::to_string(layers) + "l", 163840, 2048, 11264, layers, 16, 16, 64, 50000.0, false,
+          {64, 6, 2, 1408, 1, 512, 128, 128, 2.446}};
+}
+SyntheticShape tiny_moe_shape() {
+  return {"moe-tiny", 1024, 256, 512, 3, 2, 2, 16, 50000.0, false, {16, 4, 1, 96, 1, 64, 32, 32, 2.446}};
+}
 
 namespace {
 
+constexpr int64_t kFp8Block = 128;  // DeepSeek's weight_block_size
+
 nlohmann::json config_json(const SyntheticShape& s, DType dtype) {
-  return {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"vocab_size", s.vocab},
-          {"hidden_size", s.hidden}, {"intermediate_size", s.intermediate}, {"num_hidden_layers", s.layers},
-          {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads}, {"head_dim", s.head_dim},
-          {"rms_norm_eps", 1e-5}, {"rope_theta", s.rope_theta}, {"max_position_embeddings", 131072},
-          {"tie_word_embeddings", s.tied}, {"bos_token_id", std::min<int64_t>(128000, s.vocab - 2)},
-          {"eos_token_id", std::min<int64_t>(128001, s.vocab - 1)},
-          {"torch_dtype", dtype == DType::BF16 ? "bfloat16" : dtype == DType::F16 ? "float16" : "float32"},
-          {"eaglet_synthetic", s.name}};
+  nlohmann::json j = {
+      {"vocab_size", s.vocab}, {"hidden_size", s.hidden}, {"intermediate_size", s.intermediate},
+      {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads},
+      {"rope_theta", s.rope_theta}, {"tie_word_embeddings", s.tied},
+      {"bos_token_id", std::min<int64_t>(128000, s.vocab - 2)}, {"eos_token_id", std::min<int64_t>(128001, s.vocab - 1)},
+      {"torch_dtype", dtype == DType::F16 ? "float16" : dtype == DType::F32 ? "float32" : "bfloat16"},
+      {"eaglet_synthetic", s.name}};
+  const SyntheticMoe& m = s.moe;
+  if (m.experts == 0) {
+    j.update({{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"head_dim", s.head_dim},
+              {"rms_norm_eps", 1e-5}, {"max_position_embeddings", 131072}});
+  } else {
+    j.update({{"architectures", {"DeepseekV3ForCausalLM"}}, {"model_type", "deepseek_v3"}, {"rms_norm_eps", 1e-5},
+              {"max_position_embeddings", 8192}, {"q_lora_rank", nullptr}, {"kv_lora_rank", m.kv_lora_rank},
+              {"qk_nope_head_dim", m.qk_nope_dim}, {"qk_rope_head_dim", s.head_dim}, {"v_head_dim", m.v_head_dim},
+              {"moe_intermediate_size", m.intermediate}, {"n_routed_experts", m.experts},
+              {"num_experts_per_tok", m.experts_per_token}, {"n_shared_experts", m.shared_experts},
+              {"first_k_dense_replace", m.first_dense}, {"n_group", 1}, {"topk_group", 1}, {"norm_topk_prob", true},
+              {"routed_scaling_factor", m.routed_scaling_factor}, {"scoring_func", "sigmoid"},
+              {"topk_method", "noaux_tc"}});
+  }
+  if (dtype == DType::F8_E4M3)
+    j["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
+                                {"weight_block_size", {kFp8Block, kFp8Block}}};
+  return j;
 }
 
 // Tensors in one dtype for a synthetic checkpoint: random ones are generated while the file is written (xorshift
@@ -48,11 +74,14 @@ struct TensorBuilder {
     for (size_t i = 0; i < n; ++i) data[i] = dtype == DType::BF16 ? f32_to_bf16(value(i)) : f32_to_f16(value(i));
     tensors.push_back({name, dtype, std::move(shape), data.data()});
   }
-  float noise() {  // uniform in [-1, 1)
+  uint64_t next() {  // xorshift64
     state ^= state << 13;
     state ^= state >> 7;
     state ^= state << 17;
-    return static_cast<float>(static_cast<int32_t>(state >> 32)) * (1.0f / 2147483648.0f);
+    return state;
+  }
+  float noise() {  // uniform in [-1, 1)
+    return static_cast<float>(static_cast<int32_t>(next() >> 32)) * (1.0f / 2147483648.0f);
   }
 
   // Uniform noise of the given scale, made while the file is written (scale 0: a norm weight of ones).
@@ -72,37 +101,70 @@ struct TensorBuilder {
                          }
                        }});
   }
+
+  // A projection X.weight [out, in] as DeepSeek's FP8 checkpoints store it: F8_E4M3 codes and X.weight_scale_inv F32
+  // [ceil(out / 128), ceil(in / 128)]. The codes are ±2^(e-7)·(1 + m/8) with random sign, mantissa m and exponent e in
+  // 4..7 (rms sqrt(85/256 · 1100/512)); each block's scale brings them to the rms of add()'s noise of `scale`.
+  void add_fp8(const std::string& name, const std::vector<int64_t>& shape, float scale) {
+    const size_t n = static_cast<size_t>(shape[0] * shape[1]);
+    tensors.push_back({name, DType::F8_E4M3, shape, nullptr, [this, n](void* dst) {
+                         auto* out = static_cast<uint8_t*>(dst);
+                         for (size_t i = 0; i < n; i += 8) {
+                           const uint64_t bits = next();
+                           for (size_t j = i; j < std::min(n, i + 8); ++j) {
+                             const auto r = static_cast<uint8_t>(bits >> (8 * (j - i)));
+                             out[j] = static_cast<uint8_t>((r & 0x87) | ((4 + ((r >> 3) & 3)) << 3));
+                           }
+                         }
+                       }});
+    const std::vector<int64_t> blocks = {(shape[0] + kFp8Block - 1) / kFp8Block, (shape[1] + kFp8Block - 1) / kFp8Block};
+    const float block_scale = scale * (1.0f / std::sqrt(3.0f)) / std::sqrt(85.0f / 256.0f * 1100.0f / 512.0f);
+    const int64_t scales = blocks[0] * blocks[1];
+    tensors.push_back({name + "_scale_inv", DType::F32, blocks, nullptr,
+                       [scales, block_scale](void* dst) { std::fill_n(static_cast<float*>(dst), scales, block_scale); }});
+  }
 };
 
 float init_scale(int64_t fan_in) { return 1.7f / std::sqrt(static_cast<float>(fan_in)); }
 
 // Every required weight of a model's tensor list, random: matrices uniform of scale 1.7 / sqrt(fan_in), norm vectors
-// ones. Writing from the list that the loader checks keeps the two from drifting apart.
-void add_required(TensorBuilder& b, const TensorList& list) {
-  for (const TensorSpec& t : list)
-    if (t.use == TensorUse::Required && t.kind != TensorKind::Index)
+// ones; projections fp8 when `fp8`; the token embeddings of `embedding_scale` when given. Writing from the list that
+// the loader checks keeps the two from drifting apart.
+void add_required(TensorBuilder& b, const TensorList& list, bool fp8 = false, float embedding_scale = 0.0f) {
+  for (const TensorSpec& t : list) {
+    if (t.use != TensorUse::Required || t.kind == TensorKind::Index) continue;
+    if (fp8 && t.kind == TensorKind::Linear)
+      b.add_fp8(t.name, t.shape, init_scale(t.shape[1]));
+    else if (embedding_scale > 0.0f && t.name.ends_with("embed_tokens.weight"))
+      b.add(t.name, t.shape, embedding_scale);
+    else
       b.add(t.name, t.shape, t.shape.size() == 1 ? 0.0f : init_scale(t.shape[1]));
+  }
 }
 
 }  // namespace
 
-int64_t ensure_synthetic_model(const std::string& dir, const SyntheticShape& s, DType dtype, uint64_t seed) {
+void ensure_synthetic_model(const std::string& dir, const SyntheticShape& s, DType dtype, uint64_t seed) {
   namespace fs = std::filesystem;
-  if (dtype != DType::BF16 && dtype != DType::F16) fail("synthetic models are written in BF16 or F16");
+  if (dtype != DType::BF16 && dtype != DType::F16 && dtype != DType::F8_E4M3)
+    fail("synthetic models are written in BF16, F16, or F8_E4M3 projections");
   const nlohmann::json config = config_json(s, dtype);
   const fs::path config_path = fs::path(dir) / "config.json", weights_path = fs::path(dir) / "model.safetensors";
-  const int64_t H = s.hidden, I = s.intermediate, q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
-  const int64_t per_layer = H * q + 2 * H * kv + q * H + 3 * H * I;
-  const int64_t decode_bytes = static_cast<int64_t>(dtype_size(dtype)) * (s.layers * per_layer + s.vocab * H);
-  if (fs::exists(config_path) && fs::exists(weights_path) && read_json_file(config_path.string()) == config)
-    return decode_bytes;
+  if (fs::exists(config_path) && fs::exists(weights_path) && read_json_file(config_path.string()) == config) return;
   fs::create_directories(dir);
+  fs::remove(weights_path);
   std::ofstream(config_path) << config.dump(2) << "\n";
   const ModelConfig c = ModelConfig::load(dir);
-  TensorBuilder b{dtype, seed * 0x9E3779B97F4A7C15ull + 1, {}, {}};
-  add_required(b, architecture_for(c.model_type, c.file).tensors(c));
-  write_safetensors(weights_path.string(), b.tensors);
-  return decode_bytes;
+  TensorBuilder b{dtype == DType::F16 ? DType::F16 : DType::BF16, seed * 0x9E3779B97F4A7C15ull + 1, {}, {}};
+  // MoE shapes: embeddings of scale 1, so that a token's residual stream is dominated by its own embedding rather than
+  // by what attention averages over the context, and each token routes on its own (near independent routing: the
+  // most experts a batch can touch, the costly case for verification).
+  add_required(b, architecture_for(c.model_type, c.file).tensors(c), dtype == DType::F8_E4M3,
+               s.moe.experts > 0 ? 1.0f : 0.0f);
+  // Written beside and renamed: an interrupted run (these files reach gigabytes) leaves no model that looks whole.
+  const fs::path partial = weights_path.string() + ".partial";
+  write_safetensors(partial.string(), b.tensors);
+  fs::rename(partial, weights_path);
 }
 
 void ensure_echo_pair(const std::string& dir, const SyntheticShape& t, int64_t requested_draft_vocab, float deviation) {

@@ -26,7 +26,14 @@ Command add_bench(CLI::App& app) {
                 "With --cost-curve: time one drafter step against a target step (synthetic drafter of the shape, or -d)");
   cmd->add_option("--draft-vocab", a->draft_vocab, "Draft vocabulary of the synthetic drafter")->check(at_least(1));
   cmd->add_option("-m,--model", a->model, "Target model folder (--plain: default a synthetic model of --shape)");
-  cmd->add_option("--shape", a->shape, "Synthetic model shape for --plain: 1b (Llama-3.2-1B) or 8b (Llama-3.1-8B)");
+  cmd->add_option("--shape", a->shape,
+                  "Synthetic model shape: 1b (Llama-3.2-1B) or 8b (Llama-3.1-8B); for --cost-curve also moonlight-a3b "
+                  "(Moonlight-16B-A3B, DeepSeek-V3 MLA + MoE, 12 layers) or moe-tiny (its structure at test size)")
+      ->check(CLI::IsMember({"1b", "8b", "moonlight-a3b", "moe-tiny"}));
+  cmd->add_option("--weights", a->weights, "Projections of a synthetic MoE shape: fp8 (DeepSeek's e4m3, 128x128 block "
+                                           "scales; default) or bf16")
+      ->check(CLI::IsMember({"fp8", "bf16"}));
+  cmd->add_option("--layers", a->layers, "Layers of the synthetic model instead of the shape's")->check(CLI::Range(1, 256));
   cmd->add_option("--synthetic-dir", a->synthetic_dir, "Where synthetic models are written");
   cmd->add_option("--prompt-tokens", a->prompt_tokens, "Prefill length (--plain, --echo-pair)")->check(CLI::Range(8, 8192));
   cmd->add_option("--decode-tokens", a->decode_tokens, "Decode steps (--plain)")->check(at_least(1));

@@ -129,6 +129,7 @@ struct BlockScratch {
   std::vector<int32_t> rows;                         // MoE: the batch rows routed to one expert
   std::vector<int32_t> chosen;                       // MoE: [M, experts_per_token] expert ids
   std::vector<float> chosen_weight;                  // MoE: their weights
+  int64_t experts_run = 0;  // MoE: routed experts run (each reads its weights once) since the owner reset it
   AttentionScratch attention;
 };
 

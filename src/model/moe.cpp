@@ -109,6 +109,7 @@ void moe_mlp(const BlockSpec& b, const BlockWeights& w, float* out, int64_t M, B
       for (int64_t i = 0; i < k; ++i)
         if (s.chosen[static_cast<size_t>(t * k + i)] == e) s.rows[static_cast<size_t>(n++)] = static_cast<int32_t>(t * k + i);
     if (n == 0) continue;
+    ++s.experts_run;
     for (int64_t j = 0; j < n; ++j)
       std::copy_n(xn + (s.rows[static_cast<size_t>(j)] / k) * H, H, &s.expert_in[static_cast<size_t>(j * H)]);
     const Expert& x = w.moe.experts[static_cast<size_t>(e)];

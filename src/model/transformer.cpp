@@ -141,6 +141,7 @@ void Transformer::forward(std::span<const SequenceBatch> sequences) {
     views.push_back({cache, positions, {b.mask, 0}});
   }
   const std::span<const int32_t> positions(positions_.data(), static_cast<size_t>(M));
+  scratch_.experts_run = 0;
   rope_.compute(positions, inv_freq_, c.rope.attention_factor);
   float *x = x_.data(), *xn = xn_.data();
   for (size_t s = 0; s < sequences.size(); ++s) {

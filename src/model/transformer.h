@@ -71,6 +71,9 @@ class Transformer {
   // [M, aux_layers().size() * hidden], states concatenated in ascending layer order.
   std::span<const float> aux_hidden() const { return {aux_.data(), static_cast<size_t>(batch_ * aux_width())}; }
   int64_t aux_width() const { return static_cast<int64_t>(aux_layers_.size()) * config_.hidden_size; }
+  // Routed experts the last forward ran, summed over its MoE layers: the experts chosen by at least one row, each of
+  // which read its weights once (bench --cost-curve counts the bytes a verification reads with it).
+  int64_t routed_experts_run() const { return scratch_.experts_run; }
 
   // Weights, for the drafter that shares the target's embedding and head.
   const TensorView& embed_tokens() const { return *embed_; }

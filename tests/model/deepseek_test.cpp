@@ -168,6 +168,36 @@ TEST_P(DeepseekBitwise, TreeNodesEqualDecodingTheirPathExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, DeepseekBitwise, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
 
+// The count bench --cost-curve prices a verification with: every expert chosen by at least one row of the batch, once
+// per MoE layer (its weights are read once however many rows it takes).
+TEST(DeepseekMoe, RoutedExpertsRunCountsEachChosenExpertOncePerLayer) {
+  auto model = Transformer::load(deepseek_dir("kimi_k2_bf16"));
+  int64_t moe_layers = 0, E = 0, k = 0;
+  for (const BlockSpec& b : model->config().blocks)
+    if (b.mlp == MlpKind::Moe) {
+      ++moe_layers;
+      E = b.moe.num_experts;
+      k = b.moe.experts_per_token;
+    }
+  ASSERT_GT(moe_layers, 0);
+  KVCache cache = model->make_cache(64);
+  const std::vector<int32_t> ids = {13, 260, 325, 58, 259, 77, 116, 33};
+  const int64_t M = static_cast<int64_t>(ids.size());
+  model->forward(cache, {.tokens = {ids.data(), 1}});
+  EXPECT_EQ(model->routed_experts_run(), k * moe_layers);
+  cache.discard_pending();
+  // Four copies of one token, each seeing only itself at position 0: identical rows, the same k experts.
+  const std::vector<int32_t> same(4, 58), at_zero(4, 0);
+  std::vector<uint8_t> own_only(16, 0);
+  for (int i = 0; i < 4; ++i) own_only[static_cast<size_t>(i * 4 + i)] = 1;
+  model->forward(cache, {.tokens = same, .positions = at_zero, .mask = own_only});
+  EXPECT_EQ(model->routed_experts_run(), k * moe_layers);
+  cache.discard_pending();
+  model->forward(cache, {.tokens = ids});
+  EXPECT_GT(model->routed_experts_run(), k * moe_layers);  // different tokens, different experts
+  EXPECT_LE(model->routed_experts_run(), std::min(E, M * k) * moe_layers);
+}
+
 // --- config contracts ------------------------------------------------------------------------------------------
 
 std::string copy_with_config(const std::string& variant, const std::function<void(nlohmann::json&)>& edit) {
