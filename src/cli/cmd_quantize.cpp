@@ -21,7 +21,7 @@ struct QuantizeArgs {
   std::string model, to, out, eval;
   int64_t group = 32, eval_tokens = 0;
   int eval_ctx = 512, threads = 0;
-  bool force = false;
+  bool force = false, lm_head = false;
   CLI::Option* group_option = nullptr;
 };
 
@@ -52,7 +52,7 @@ int run_quantize(const QuantizeArgs& a) {
   }
   set_num_threads(a.threads);
   QuantizeRequest request{a.model, a.out, {a.to == "int4" ? WeightFormat::Int4Group : WeightFormat::Int8Channel, a.group},
-                          a.force};
+                          a.force, a.lm_head};
   // The held-out text first: a file too short fails before anything is written.
   std::vector<int32_t> eval_tokens;
   if (!a.eval.empty()) {
@@ -108,6 +108,7 @@ Command add_quantize(CLI::App& app) {
                             },
                             "MULTIPLE OF 32"));
   cmd->add_flag("--force", a->force, "Write into a non-empty --out folder");
+  cmd->add_flag("--lm-head", a->lm_head, "Quantize lm_head too (a tied head is written untied from the embedding)");
   cmd->add_option("--eval", a->eval, "Held-out text: print its perplexity before and after");
   cmd->add_option("--eval-tokens", a->eval_tokens, "Score only the first N tokens of --eval (default: all)")
       ->check(at_least(1));

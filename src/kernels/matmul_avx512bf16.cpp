@@ -60,7 +60,8 @@ struct TileArgs {
   const WeightMatrix* w;
 };
 
-// part[i][j] += x[i, k..k+32) · w[j, k..k+32) (kTail: only the first `tail` weights, the rest zero).
+// part[i][j] += x[i, k..k+32) · w[j, k..k+32) (kTail: only the first `tail` columns; the rest of both operands read
+// as zero, as x past the tail may be the next block's columns or past the padded row).
 template <bool kFp8, bool kTail, int MR, int NR>
 inline void step(__m512 (&part)[MR][NR], const std::byte* w0, size_t row_bytes, const uint16_t* xr, int64_t kp,
                  int64_t k, int64_t tail) {
@@ -71,7 +72,8 @@ inline void step(__m512 (&part)[MR][NR], const std::byte* w0, size_t row_bytes, 
     else wv[j] = load_weights<kFp8>(w0 + j * row_bytes, k);
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
-    const __m512bh xv = (__m512bh)_mm512_loadu_si512(xr + i * kp + k);
+    const __m512bh xv = kTail ? (__m512bh)_mm512_maskz_loadu_epi16(static_cast<__mmask32>((uint64_t{1} << tail) - 1), xr + i * kp + k)
+                              : (__m512bh)_mm512_loadu_si512(xr + i * kp + k);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) part[i][j] = _mm512_dpbf16_ps(part[i][j], xv, wv[j]);
   }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -138,7 +139,7 @@ std::vector<TensorToWrite> quantized_tensors(const TensorView& w, const QuantSch
            }}};
 }
 
-ojson quantization_config(const QuantScheme& s, const std::string& tensor_prefix) {
+ojson quantization_config(const QuantScheme& s, const std::string& tensor_prefix, bool lm_head) {
   const bool int4 = s.format == WeightFormat::Int4Group;
   ojson weights = {{"num_bits", s.bits()},
                    {"type", "int"},
@@ -161,7 +162,7 @@ ojson quantization_config(const QuantScheme& s, const std::string& tensor_prefix
                  {"output_activations", nullptr}};
   return {{"config_groups", {{"group_0", group}}},
           {"format", int4 ? "pack-quantized" : "int-quantized"},
-          {"ignore", {tensor_prefix + "lm_head"}},
+          {"ignore", lm_head ? ojson::array() : ojson::array({tensor_prefix + "lm_head"})},
           {"kv_cache_scheme", nullptr},
           {"quant_method", "compressed-tensors"},
           {"quantization_status", "compressed"}};
@@ -234,8 +235,9 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
   const TensorList list = architecture_for(c.model_type, c.file).tensors(c);
 
   std::set<std::string> linears;
+  const std::string head_name = c.tensor_prefix + "lm_head.weight";
   for (const TensorSpec& t : list) {
-    if (t.kind != TensorKind::Linear) continue;
+    if (t.kind != TensorKind::Linear || (t.name == head_name && !q.lm_head)) continue;
     const std::string module = t.name.substr(0, t.name.size() - std::string(".weight").size());
     if (const TensorView* packed = ckpt.find(module + ".weight_packed"))
       fail(packed->file, ": holds '", packed->name, "': the checkpoint is already quantized; eaglet quantize reads "
@@ -254,6 +256,7 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
   load_tensors(ckpt, list, c.model_type + " model " + c.dir);
 
   QuantizeSummary summary;
+  std::optional<TensorView> tied_head;  // outlives the writers' callbacks, which capture it
   std::map<std::string, std::vector<TensorToWrite>> files;  // by file name, as the input shards them
   std::map<std::string, std::string> weight_map;
   for (const auto& [name, view] : ckpt.all()) {
@@ -268,6 +271,14 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
       ++summary.quantized;
     } else {
       ++summary.copied;
+    }
+    if (q.lm_head && c.tie_word_embeddings && name == c.tensor_prefix + "model.embed_tokens.weight" &&
+        ckpt.find(head_name) == nullptr) {  // the tied head, untied: the embedding stays for the lookup
+      TensorView head = *view;
+      head.name = head_name;
+      tied_head = head;
+      for (const TensorToWrite& t : quantized_tensors(*tied_head, s)) written.push_back(t);
+      ++summary.quantized;
     }
     for (TensorToWrite& t : written) {
       summary.bytes_after += bytes_of(t);
@@ -304,7 +315,8 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
     summary.files_copied.push_back(name);
   }
   // Last: a folder whose writing was interrupted has no config.json to load it by.
-  config["quantization_config"] = quantization_config(s, c.tensor_prefix);
+  config["quantization_config"] = quantization_config(s, c.tensor_prefix, q.lm_head);
+  if (q.lm_head && c.tie_word_embeddings) (c.tensor_prefix.empty() ? config : config["text_config"])["tie_word_embeddings"] = false;
   std::ofstream out(fs::path(q.out_dir) / "config.json");
   out << config.dump(2) << "\n";
   if (!out) fail(q.out_dir, "/config.json: write failed (disk full?)");

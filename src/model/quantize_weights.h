@@ -36,6 +36,9 @@ struct QuantizeRequest {
   std::string in_dir, out_dir;
   QuantScheme scheme;
   bool force = false;  // write into a non-empty out_dir
+  // Quantize lm_head too (default: kept dense and listed in `ignore`, as compressed-tensors recipes do). A tied head
+  // is written as its own quantized lm_head from the embedding, and tie_word_embeddings becomes false.
+  bool lm_head = false;
 };
 
 struct QuantizeSummary {

@@ -114,6 +114,27 @@ TEST_P(Fp8Matmul, RowResultIndependentOfBatchAndThreads) {
     }
 }
 
+// A block narrower than 32 columns ends inside a vector: the activations past it (the next row, or what an earlier,
+// bigger matmul left in the buffer past the last row) must count as zero. Regression: NaN left there by a matmul of
+// NaN inputs made every logit of the next FP8 matmul NaN.
+TEST_P(Fp8Matmul, NarrowBlocksReadNothingPastTheRow) {
+  std::mt19937 rng(3);
+  ThreadPool pool(1);
+  const int64_t K = 64;
+  std::vector<uint16_t> bf16(static_cast<size_t>(4 * K), f32_to_bf16(1.0f));
+  std::vector<float> nan_rows(static_cast<size_t>(8 * K), NAN), y(32);
+  matmul(y.data(), nan_rows.data(), 8, WeightMatrix{bf16.data(), DType::BF16, 4, K}, pool);  // leaves NaN behind
+  const Fp8Weights w = random_fp8(5, K, 16, rng);
+  const std::vector<float> x = random_rows(1, K, rng);
+  std::vector<float> got(5), want(5);
+  matmul(got.data(), x.data(), 1, w.matrix(), pool);
+  std::vector<float> x_ref = x;
+  if (GetParam() == Isa::Avx512Bf16)
+    for (float& v : x_ref) v = bf16_to_f32(f32_to_bf16(v));
+  matmul_reference(want.data(), x_ref.data(), 1, w.matrix());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-3f * (1.0f + std::fabs(want[i]))) << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, Fp8Matmul, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
 
 }  // namespace

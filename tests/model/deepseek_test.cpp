@@ -88,7 +88,18 @@ TEST_P(DeepseekParity, LogitsMatchTheOracle) {
   const LogitDiff hf = compare_logits(*model, test::read_reference(ref, "logits").values, S);
   print_diff(c, "", hf, S);
   const bool int8_activations = ref.find("logits_int8_activations") != nullptr;
-  if (c.isa == Isa::Avx512Bf16 || int8_activations) {
+  const bool bf16_reference = c.isa == Isa::Avx512Bf16 && ref.find("logits_bf16_activations") != nullptr;
+  if (bf16_reference) {
+    // deepseek_v3_fp8 on the AVX-512 BF16 path: FP8 projections (and the BF16 head) meet bf16-rounded activations,
+    // which route some tokens to other experts (4 of 24 argmax positions move against the fp32 oracle). The oracle's
+    // fp32_abf16 mode rounds at the same points (written from README Numerics): what is left is fp32 rounding, which
+    // now and then moves a value across a bf16 rounding boundary (one bf16 step, 2^-8 relative): the dense 3% rule
+    // holds with every argmax equal (measured: max |dlogit| 0.064 of 10.6; 8.65 and 4 argmax changes against fp32).
+    const LogitDiff b = compare_logits(*model, test::read_reference(ref, "logits_bf16_activations").values, S);
+    print_diff(c, " vs fp32_abf16", b, S);
+    EXPECT_EQ(b.rows_beyond_3pct, 0);
+    EXPECT_EQ(b.argmax_mismatches, 0);
+  } else if (c.isa == Isa::Avx512Bf16 || int8_activations) {
     // Routing is discontinuous: bf16-rounded activations move a router score past a neighbour's now and then, and
     // that token gets other experts, whose change reaches every later token through attention; HF's own bf16
     // arithmetic moves as far from fp32 (MANIFEST.json hf_vs_fp32_max_abs: 3.5 to 7.2). The dense 3% rule cannot

@@ -164,6 +164,33 @@ INSTANTIATE_TEST_SUITE_P(Schemes, QuantizedTiny,
                                   (info.param.scheme.bits() == 4 ? "_int4" : "_int8");
                          });
 
+// --lm-head: the head quantized too. A tied head (llama_tied_fp32) is written untied from the embedding, which stays
+// dense for the lookup; an untied one (llama_fp32) is quantized in place. Without the flag the head stays dense and
+// is the one module in `ignore`.
+TEST(Quantize, LmHeadQuantizedOnRequestTiedOrNot) {
+  for (const std::string variant : {"tiny/llama_tied_fp32", "tiny/llama_fp32"}) {
+    const std::string tag = fs::path(variant).filename().string();
+    const std::string kept = quantize_tiny(variant, kInt8, "head_kept");
+    EXPECT_FALSE(Transformer::load(kept)->lm_head().quantized()) << variant;
+    EXPECT_EQ(read_json_file(kept + "/config.json")["quantization_config"]["ignore"], nlohmann::json({"lm_head"}));
+
+    const std::string out = test::temp_dir("quantize_head_" + tag) + "/out";
+    quantize_checkpoint({fixture(variant), out, kInt8, false, /*lm_head=*/true});
+    const nlohmann::json config = read_json_file(out + "/config.json");
+    EXPECT_EQ(config["quantization_config"]["ignore"], nlohmann::json::array()) << variant;
+    EXPECT_EQ(config["tie_word_embeddings"], false) << variant;
+    auto quantized = Transformer::load(out);
+    EXPECT_TRUE(quantized->lm_head().quantized()) << variant;
+    EXPECT_EQ(quantized->embed_tokens().dtype, DType::F32) << variant;  // the lookup table stays as it was
+    auto dense = Transformer::load(fixture(variant));
+    const std::vector<int32_t> ids = test::read_ids(Checkpoint::open_file(reference_of(variant)));
+    const double err = relative_rms(logits_of(*quantized, ids), logits_of(*dense, ids));
+    EXPECT_GT(err, 0.0) << variant;
+    EXPECT_LT(err, 0.06) << variant;  // the int8 bound above; the head adds one more quantized matmul
+    test::expect_chain_equals_token_by_token(*quantized, ids, 7, variant + " int8 with lm_head");
+  }
+}
+
 TEST(Quantize, ShardedInputIsWrittenInTheSameShardsWithAnIndex) {
   const std::string out = quantize_tiny("tiny/llama_sharded_fp32", kInt4, "sharded");
   const nlohmann::json index = read_json_file(out + "/model.safetensors.index.json");

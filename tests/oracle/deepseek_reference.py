@@ -22,7 +22,9 @@ rounding points; products accumulate in fp32 and round once). "fp32_a8" is fp32 
 differently by design, written from its documented scheme (src/kernels/quantized.h), not from its code: a Linear
 stored as int4 meets its input quantized per row in blocks of 32 columns (scale absmax / 127, code round-half-even
 of x · 127 / absmax); it tells how far eaglet's W4A8 arithmetic may be from its own definition, where the HF math
-("fp32") only bounds it loosely. `MUTATIONS` switches single details off for the
+("fp32") only bounds it loosely. "fp32_abf16" is fp32 with the AVX-512 BF16 path's rounding points for FP8
+checkpoints (README Numerics): a Linear stored F8_E4M3 (but kv_b_proj, which eaglet dequantizes to fp32 for the
+absorbed form) and a BF16 lm_head meet their input rounded to bf16; the router and everything else stay fp32. `MUTATIONS` switches single details off for the
 self-check (each must move the logits).
 
 forward(model, ids) -> (logits [S, V], hidden_states [L+1, S, H]) float32 numpy; hidden_states[i] enters layer i,
@@ -237,8 +239,10 @@ class Model:
         dtypes = dtypes or {}
         p = c.prefix
         self.int8_activations = compute == "fp32_a8"
+        self.bf16_activations = compute == "fp32_abf16"
         self.int_weights = set()  # id() of the weights stored as int4
-        if compute in ("fp32", "fp32_a8"):
+        self.bf16_input_weights = set()  # id() of the weights that meet bf16-rounded inputs in fp32_abf16
+        if compute in ("fp32", "fp32_a8", "fp32_abf16"):
             self.dtype = torch.float32
         else:
             self.dtype = _TORCH_DTYPE.get(dtypes.get(p + "model.embed_tokens.weight"), torch.float32)
@@ -254,6 +258,8 @@ class Model:
             w = torch.from_numpy(dequantize_linear(tensors, dtypes, module, shape, c.quant, used)).to(self.dtype)
             if module + ".weight_packed" in tensors:
                 self.int_weights.add(id(w))
+            if dtypes.get(p + name) == "F8_E4M3" and not name.endswith("kv_b_proj.weight"):
+                self.bf16_input_weights.add(id(w))
             return w
 
         Hd, H, V = c.hidden_size, c.num_attention_heads, c.vocab_size
@@ -290,6 +296,8 @@ class Model:
             self.layers.append(L)
         self.norm = get("model.norm.weight", (Hd,))
         self.lm_head = get("lm_head.weight", (V, Hd))
+        if dtypes.get(p + "lm_head.weight") == "BF16":
+            self.bf16_input_weights.add(id(self.lm_head))
         # Known and unused: MTP layers (num_nextn_predict_layers after the decoder), K2.5's vision tower/projector.
         mtp = re.compile(re.escape(p) + r"model\.layers\.(\d+)\.")
         unexpected = []
@@ -317,6 +325,8 @@ class Model:
     def _linear(self, x, w):
         if self.int8_activations and id(w) in self.int_weights:
             x = quantize_activations(x)
+        if self.bf16_activations and id(w) in self.bf16_input_weights:
+            x = x.to(torch.bfloat16).to(torch.float32)
         if self.dtype == torch.float32:
             return torch.nn.functional.linear(x, w)
         return torch.nn.functional.linear(x.float(), w.float()).to(self.dtype)

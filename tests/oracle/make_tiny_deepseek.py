@@ -47,7 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import safetensors_np  # noqa: E402
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 SEQ_LEN = 24
 INPUT_SEED = 20261201
 MIN_MARGIN = 0.1          # top-1 minus top-2 logit, fp32 reference, every position
@@ -337,6 +337,9 @@ def make_variant(name, out, ids, dr, tiny) -> dict:
     if name in QUANTIZED and QUANTIZED[name][0] == "int4":
         ref["logits_int8_activations"], _ = dr.forward(dr.Model.from_dir(vdir, "fp32_a8"), ids)
         dtypes["logits_int8_activations"] = "F32"
+    if name in QUANTIZED and QUANTIZED[name][0] == "fp8":
+        ref["logits_bf16_activations"], _ = dr.forward(dr.Model.from_dir(vdir, "fp32_abf16"), ids)
+        dtypes["logits_bf16_activations"] = "F32"
     safetensors_np.save(os.path.join(out, "reference", f"{name}.safetensors"), ref, dtypes,
                         {"variant": name, "compute": "fp32 + hf"})
     return {"model_type": cfg["model_type"], "quantized": QUANTIZED[name][0] if name in QUANTIZED else None,
