@@ -35,6 +35,7 @@ struct BenchArgs {
   std::string weights;  // synthetic MoE shapes: fp8 (default) or bf16 projections
   int layers = 0;       // synthetic shapes: layers instead of the shape's (0: its own; moonlight-a3b: 12)
   int prompt_tokens = 128, decode_tokens = 32;
+  std::vector<std::string> quantized;  // --plain: also int8 / int4 copies of the model (lm_head included), same run
   std::vector<int> threads = {1, 2};
   // speculative: the drafter, aux convention and (when given) one draft setting come from the shared flags
   SpecOptions spec;

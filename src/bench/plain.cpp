@@ -1,6 +1,7 @@
 // eaglet bench --plain: prefill and decode speed of a target at several thread counts, and the weight bandwidth of
 // decoding.
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "generate/generation.h"
 #include "kernels/bandwidth.h"
 #include "kernels/cpu_features.h"
+#include "model/quantize_weights.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -23,6 +25,7 @@ namespace eaglet::bench {
 namespace {
 
 struct PlainResult {
+  std::string weights;
   int threads;
   double prefill_tok_s, decode_tok_s, decode_gb_s;
 };
@@ -49,7 +52,7 @@ PlainResult measure(Transformer& model, int threads, const BenchArgs& a, int64_t
   }
   const double decode_s = decode.seconds();
   const double tok_s = a.decode_tokens / decode_s;
-  return {threads, a.prompt_tokens / prefill_s, tok_s, tok_s * static_cast<double>(decode_bytes) / 1e9};
+  return {"", threads, a.prompt_tokens / prefill_s, tok_s, tok_s * static_cast<double>(decode_bytes) / 1e9};
 }
 
 }  // namespace
@@ -60,8 +63,16 @@ int64_t matmul_params_per_token(const Transformer& model) {
   return c.num_layers * per_layer + c.vocab_size * c.hidden_size;
 }
 
+// Every stored tensor but the embedding (a decode step reads one row of it) unless the head is tied to it: the bytes
+// as stored, codes and scales of quantized weights included. A dense model: every layer's weights are read.
 int64_t weight_bytes_per_token(const Transformer& model) {
-  return static_cast<int64_t>(dtype_size(model.lm_head().dtype)) * matmul_params_per_token(model);
+  const ModelConfig& c = model.config();
+  const Checkpoint checkpoint = Checkpoint::open_dir(c.dir);
+  int64_t bytes = 0;
+  for (const auto& [name, view] : checkpoint.all())
+    if (name != c.tensor_prefix + "model.embed_tokens.weight" || c.tie_word_embeddings)
+      bytes += static_cast<int64_t>(view->nbytes);
+  return bytes;
 }
 
 std::string model_dir(const BenchArgs& a) {
@@ -88,26 +99,53 @@ std::string model_dir(const BenchArgs& a) {
 }
 
 // One drafter step (one layer + lm_head over the draft vocabulary) after a cached context, against a target step.
+// The model at `dir` quantized as `to` (lm_head too, as llama.cpp's Q8_0 / Q4_0 files are), written once into the
+// synthetic-model folder.
+std::string quantized_copy(const BenchArgs& a, const std::string& dir, const std::string& to) {
+  const std::string out =
+      a.synthetic_dir + "/" + std::filesystem::path(dir).lexically_normal().filename().string() + "-" + to + "-head";
+  if (std::filesystem::exists(out + "/config.json")) return out;
+  std::fprintf(stderr, "bench: writing %s (eaglet quantize --to %s --lm-head; once)\n", out.c_str(), to.c_str());
+  std::filesystem::remove_all(out);
+  quantize_checkpoint({dir, out, {to == "int4" ? WeightFormat::Int4Group : WeightFormat::Int8Channel, 32}, false, true});
+  return out;
+}
+
 int run_plain(const BenchArgs& a) {
-  const std::string dir = model_dir(a);
-  auto model = Transformer::load(dir);
-  const int64_t decode_bytes = weight_bytes_per_token(*model);
+  const std::string base = model_dir(a);
+  std::vector<std::pair<std::string, std::string>> variants = {{"as stored", base}};
+  for (const std::string& q : a.quantized) variants.push_back({q + " (lm_head too)", quantized_copy(a, base, q)});
   std::vector<PlainResult> results;
-  for (int t : a.threads) results.push_back(measure(*model, t, a, decode_bytes));
+  int64_t decode_bytes = 0;
+  for (const auto& [label, dir] : variants) {
+    auto model = Transformer::load(dir);
+    const int64_t bytes = weight_bytes_per_token(*model);
+    if (decode_bytes == 0) decode_bytes = bytes;
+    for (int t : a.threads) {
+      results.push_back(measure(*model, t, a, bytes));
+      results.back().weights = label + ", " + std::to_string(bytes / 1000000) + " MB";
+    }
+  }
+  const std::string dir = base;
   if (a.json) {
     nlohmann::json j = {{"model", dir}, {"isa", std::string(isa_name(active_isa()))}, {"decode_weight_bytes", decode_bytes}};
     for (const auto& r : results)
-      j["runs"].push_back({{"threads", r.threads}, {"prefill_tok_s", r.prefill_tok_s}, {"decode_tok_s", r.decode_tok_s},
-                           {"decode_gb_s", r.decode_gb_s}});
+      j["runs"].push_back({{"weights", r.weights}, {"threads", r.threads}, {"prefill_tok_s", r.prefill_tok_s},
+                           {"decode_tok_s", r.decode_tok_s}, {"decode_gb_s", r.decode_gb_s}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("model: %s (%.2f GB of weights streamed per decoded token), kernels: %s\n", dir.c_str(),
               static_cast<double>(decode_bytes) / 1e9, std::string(isa_name(active_isa())).c_str());
-  std::printf("| threads | prefill tok/s (%d tokens) | decode tok/s | decode GB/s |\n", a.prompt_tokens);
-  std::printf("|---|---|---|---|\n");
-  for (const auto& r : results)
-    std::printf("| %d | %.1f | %.2f | %.1f |\n", r.threads, r.prefill_tok_s, r.decode_tok_s, r.decode_gb_s);
+  std::printf("| weights | threads | prefill tok/s (%d tokens) | decode tok/s | decode GB/s | decode vs as stored |\n",
+              a.prompt_tokens);
+  std::printf("|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const PlainResult& r = results[i];
+    const PlainResult& same_threads = results[i % a.threads.size()];  // the stored weights' run at these threads
+    std::printf("| %s | %d | %.1f | %.2f | %.1f | %.2fx |\n", r.weights.c_str(), r.threads, r.prefill_tok_s,
+                r.decode_tok_s, r.decode_gb_s, r.decode_tok_s / same_threads.decode_tok_s);
+  }
   return 0;
 }
 

@@ -35,6 +35,10 @@ Command add_bench(CLI::App& app) {
       ->check(CLI::IsMember({"fp8", "bf16"}));
   cmd->add_option("--layers", a->layers, "Layers of the synthetic model instead of the shape's")->check(CLI::Range(1, 256));
   cmd->add_option("--synthetic-dir", a->synthetic_dir, "Where synthetic models are written");
+  cmd->add_option("--quantized", a->quantized,
+                  "--plain: also measure int8 / int4 copies (eaglet quantize --lm-head, written once), e.g. int8,int4")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"int8", "int4"}));
   cmd->add_option("--prompt-tokens", a->prompt_tokens, "Prefill length (--plain, --echo-pair)")->check(CLI::Range(8, 8192));
   cmd->add_option("--decode-tokens", a->decode_tokens, "Decode steps (--plain)")->check(at_least(1));
   cmd->add_option("--threads", a->threads, "Thread counts to measure (--plain), e.g. --threads 1,2")
