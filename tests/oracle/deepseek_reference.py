@@ -124,14 +124,7 @@ class Quantization:
             raise ValueError(f"quant_method {self.method!r}")
 
 
-def take_array(tensors, name: str, shape, used: set) -> np.ndarray:
-    if name not in tensors:
-        raise KeyError(f"checkpoint lacks {name}")
-    a = np.asarray(tensors[name])
-    if tuple(a.shape) != tuple(shape):
-        raise ValueError(f"{name}: shape {list(a.shape)}, expected {list(shape)}")
-    used.add(name)
-    return a
+take_array = safetensors_np.take_array
 
 
 def dequantize_linear(tensors, dtypes, module: str, shape, quant: Quantization, used: set) -> np.ndarray:

@@ -192,12 +192,7 @@ class Model:
         used = set()
 
         def get(name, shape):
-            if name not in tensors:
-                raise KeyError(f"checkpoint lacks {name}")
-            a = np.asarray(tensors[name])
-            if tuple(a.shape) != tuple(shape):
-                raise ValueError(f"{name}: shape {list(a.shape)}, expected {list(shape)}")
-            used.add(name)
+            a = safetensors_np.take_array(tensors, name, shape, used)
             return torch.from_numpy(np.array(a, dtype=np.float32)).to(self.dtype)
 
         Hd, D, H, Hkv, I, V = c.hidden_size, c.head_dim, c.num_heads, c.num_kv_heads, c.intermediate_size, c.vocab_size

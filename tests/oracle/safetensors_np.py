@@ -231,3 +231,15 @@ def save_sharded(model_dir: str, tensors: dict, dtypes: dict | None, shards: lis
         json.dump({"metadata": {"total_size": total},
                    "weight_map": dict(sorted(weight_map.items()))}, f, indent=2)
         f.write("\n")
+
+
+def take_array(tensors, name: str, shape, used: set):
+    """tensors[name] as a numpy array of exactly `shape` (KeyError / ValueError naming it otherwise), noted in `used`
+    (the oracles' strict accounting)."""
+    if name not in tensors:
+        raise KeyError(f"checkpoint lacks {name}")
+    a = np.asarray(tensors[name])
+    if tuple(a.shape) != tuple(shape):
+        raise ValueError(f"{name}: shape {list(a.shape)}, expected {list(shape)}")
+    used.add(name)
+    return a
