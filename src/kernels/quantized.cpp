@@ -47,21 +47,6 @@ float scale_at(const WeightMatrix& w, int64_t i) { return load_as_f32(w.scales, 
 
 }  // namespace
 
-void check_quantized_layout(const WeightMatrix& w, const std::string& what) {
-  switch (w.format) {
-    case WeightFormat::Dense: return;
-    case WeightFormat::Int8Channel: return;
-    case WeightFormat::Int4Group:
-      if (w.group <= 0 || w.group % kActivationBlock != 0 || w.cols % w.group != 0)
-        fail(what, ": int4 group size ", w.group, " must be a positive multiple of ", kActivationBlock,
-             " that divides the input width ", w.cols);
-      return;
-    case WeightFormat::Fp8Block:
-      if (w.group <= 0) fail(what, ": fp8 block size ", w.group, " must be positive");
-      return;
-  }
-}
-
 void dequantize_row(const WeightMatrix& w, int64_t n, float* out) {
   const int64_t K = w.cols;
   switch (w.format) {

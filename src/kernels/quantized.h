@@ -29,9 +29,6 @@ struct QuantizedActivations {
 // The weight scale that multiplies activation block b of weight row n (Int8Channel, Int4Group).
 float weight_block_scale(const WeightMatrix& w, int64_t n, int64_t b);
 
-// Checks what a WeightMatrix of a quantized format needs (group, shapes of the codes); an Error names `what`.
-void check_quantized_layout(const WeightMatrix& w, const std::string& what);
-
 namespace detail {
 // Rows [n0, n1) of y[M, w.rows] on the calling thread, plain C++.
 void matmul_rows_int_portable(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1);

@@ -15,13 +15,17 @@ namespace {
 
 using json = nlohmann::json;
 
+// Far above any release (128 for DeepSeek's blocks, 32-128 for groups); bounds the size arithmetic of the scales.
+constexpr int64_t kMaxQuantGroup = int64_t{1} << 20;
+
 QuantConfig parse_fp8(const json& q, const std::string& where) {
   const std::string fmt = json_string(q, where, "fmt", "e4m3");
   if (fmt != "e4m3") fail(where, ": fmt '", fmt, "' is not supported (expected e4m3)");
   const json& block = json_require(q, where, "weight_block_size");
   if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() || block[0] != block[1] ||
-      block[0].get<int64_t>() <= 0)
-    fail(where, ": field 'weight_block_size' must be [B, B] with B > 0 (DeepSeek's [128, 128]), found ", block.dump());
+      block[0].get<int64_t>() <= 0 || block[0].get<int64_t>() > kMaxQuantGroup)
+    fail(where, ": field 'weight_block_size' must be [B, B] with 0 < B <= ", kMaxQuantGroup,
+         " (DeepSeek's [128, 128]), found ", block.dump());
   const std::string act = json_string(q, where, "activation_scheme", "dynamic");
   if (act != "dynamic")
     fail(where, ": activation_scheme '", act, "' is not supported (static activation scales; expected dynamic)");
@@ -62,8 +66,9 @@ QuantConfig parse_compressed_tensors(const json& q, const std::string& where) {
   if (format == "pack-quantized" && bits == 4 && strategy == "group") {
     c.format = WeightFormat::Int4Group;
     c.group = json_require_int(w, wwhere, "group_size");
-    if (c.group <= 0 || c.group % kActivationBlock != 0)
-      fail(wwhere, ": group_size must be a positive multiple of ", kActivationBlock, ", found ", c.group);
+    if (c.group <= 0 || c.group % kActivationBlock != 0 || c.group > kMaxQuantGroup)
+      fail(wwhere, ": group_size must be a positive multiple of ", kActivationBlock, ", found ", c.group, " (at most ",
+           kMaxQuantGroup, ")");
     c.description = "compressed-tensors pack-quantized int4, group " + std::to_string(c.group);
   } else if (format == "int-quantized" && bits == 8 && strategy == "channel") {
     c.format = WeightFormat::Int8Channel;

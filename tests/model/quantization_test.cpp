@@ -80,6 +80,14 @@ TEST(QuantConfig, WhatCannotBeComputedAsDeclaredIsAnError) {
       {"static activation scales", static_acts, {"input_activations"}},
       {"targets without Linear", attention_only, {"targets", "Linear"}},
       {"group of 16", compressed_tensors("pack-quantized", int4_weights(16)), {"group_size", "16"}},
+      {"group of 2^62", compressed_tensors("pack-quantized", {{"num_bits", 4}, {"strategy", "group"},
+                                                              {"group_size", int64_t{1} << 62}}),
+       {"group_size", "4611686018427387904"}},
+      {"block of 2^62",
+       {{"quantization_config", {{"quant_method", "fp8"}, {"weight_block_size", {int64_t{1} << 62, int64_t{1} << 62}}}}},
+       {"weight_block_size", "4611686018427387904"}},
+      {"block of -128", {{"quantization_config", {{"quant_method", "fp8"}, {"weight_block_size", {-128, -128}}}}},
+       {"weight_block_size"}},
       {"8-bit packed", compressed_tensors("pack-quantized", {{"num_bits", 8}, {"strategy", "channel"}}), {"pack-quantized", "8-bit"}},
   };
   for (const Case& c : cases) {
