@@ -71,17 +71,17 @@ std::vector<ForwardTime> time_forwards(Transformer& model, const BenchArgs& a, i
     model.forward(cache, {.tokens = {tokens.data() + start, static_cast<size_t>(n)}});
     cache.commit_all();
   }
-  std::vector<ForwardTime> out;
-  for (int m : a.batch_sizes) {
-    ForwardTime best{1e30, 0};
-    for (int r = 0; r < a.repeats; ++r) {
+  // Repeats run round-robin over M, so a slow spell of the machine (other processes, a kernel thread scanning page
+  // tables) touches every M alike instead of one point's every repeat; the best of each M is kept.
+  std::vector<ForwardTime> out(a.batch_sizes.size(), ForwardTime{1e30, 0});
+  for (int r = 0; r < a.repeats; ++r)
+    for (size_t i = 0; i < a.batch_sizes.size(); ++i) {
+      const int m = a.batch_sizes[i];
       Timer t;
       model.forward(cache, {.tokens = {tokens.data(), static_cast<size_t>(m)}, .all_logits = true});
-      best = {std::min(best.ms, t.seconds() * 1e3), model.routed_experts_run()};
+      out[i] = {std::min(out[i].ms, t.seconds() * 1e3), model.routed_experts_run()};
       cache.discard_pending();
     }
-    out.push_back(best);
-  }
   return out;
 }
 
