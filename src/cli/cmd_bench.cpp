@@ -21,7 +21,7 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--contexts", a->contexts, "Cached context lengths for --cost-curve")
       ->delimiter(',')
       ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--repeats", a->repeats, "Timings per point (the best is kept)")->check(at_least(1));
+  cmd->add_option("--repeats", a->repeats, "Timings per point, round-robin over the points (the best is kept); --plain: rounds over weights and threads")->check(at_least(1));
   cmd->add_flag("--drafter-step", a->drafter_step,
                 "With --cost-curve: time one drafter step against a target step (synthetic drafter of the shape, or -d)");
   cmd->add_option("--draft-vocab", a->draft_vocab, "Draft vocabulary of the synthetic drafter")->check(at_least(1));
