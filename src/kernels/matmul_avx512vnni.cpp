@@ -30,8 +30,8 @@ constexpr int kLanes = 16;                   // weight rows per vector
 constexpr int kSlabVectors = 2;              // vectors per slab
 constexpr int kSlabRows = kLanes * kSlabVectors;
 // Both paths read 16 weight rows at once, 64 bytes of each per step: every line is asked for twice, into L2 well
-// ahead and into L1 shortly before use. On Zen 5 (1B layer) that made M = 1 1.2-1.3x and M = 8 1.25-1.3x faster
-// than one L1 prefetch 512 bytes ahead (the hardware prefetchers do not follow 16 streams).
+// ahead and into L1 shortly before use. On Zen 5 (1B layer, CPU time, shared machine) that made M = 1 1.1-1.3x and
+// M = 8 1.04-1.3x faster than one L1 prefetch 512 bytes ahead (more so the busier the memory); T1 or T0 alone less.
 constexpr int64_t kPrefetchNearBytes = 256;
 constexpr int64_t kPrefetchFarBytes = 2048;
 constexpr int64_t kChunkBlocks = 16;        // columns packed at a time: 32 rows x 512 bytes stay in L1
