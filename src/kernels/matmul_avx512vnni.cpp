@@ -29,7 +29,11 @@ namespace {
 constexpr int kLanes = 16;                   // weight rows per vector
 constexpr int kSlabVectors = 2;              // vectors per slab
 constexpr int kSlabRows = kLanes * kSlabVectors;
-constexpr int64_t kPrefetchBytes = 512;     // ahead in each of the 16 weight rows read at once
+// Both paths read 16 weight rows at once, 64 bytes of each per step: every line is asked for twice, into L2 well
+// ahead and into L1 shortly before use. On Zen 5 (1B layer, CPU time, shared machine) that made M = 1 1.1-1.3x and
+// M = 8 1.04-1.3x faster than one L1 prefetch 512 bytes ahead (more so the busier the memory); T1 or T0 alone less.
+constexpr int64_t kPrefetchNearBytes = 256;
+constexpr int64_t kPrefetchFarBytes = 2048;
 constexpr int64_t kChunkBlocks = 16;        // columns packed at a time: 32 rows x 512 bytes stay in L1
 constexpr int kMaxRows = 6;                  // activation rows per tile: 2 x 6 int32 and 2 x 6 fp32 accumulators
 
@@ -66,6 +70,11 @@ inline void transpose16(__m512i r[16]) {
   }
 }
 
+inline void prefetch_ahead(const uint8_t* p) {
+  _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchNearBytes), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFarBytes), _MM_HINT_T1);
+}
+
 inline __mmask64 byte_mask(int64_t n) { return n >= 64 ? ~__mmask64{0} : n <= 0 ? 0 : (__mmask64{1} << n) - 1; }
 inline __mmask16 lane_mask(int64_t n) { return n >= 16 ? __mmask16(0xffff) : n <= 0 ? 0 : __mmask16((1u << n) - 1); }
 
@@ -84,7 +93,7 @@ void pack_codes(uint8_t* dst, const uint8_t* codes, int64_t row_bytes, int64_t r
       const __mmask64 mask = byte_mask(row_bytes - 4 * w0);
       __m512i r[kLanes];
       for (int i = 0; i < kLanes; ++i) {
-        _mm_prefetch(reinterpret_cast<const char*>(row_start[i] + 4 * w0 + kPrefetchBytes), _MM_HINT_T0);
+        prefetch_ahead(row_start[i] + 4 * w0);
         r[i] = _mm512_maskz_loadu_epi8(mask, row_start[i] + 4 * w0);
       }
       transpose16(r);
@@ -229,7 +238,7 @@ void single_row(float* y, const QuantizedActivations& x, const int8_t* xc, const
       const __m512i x1 = _mm512_maskz_loadu_epi8(byte_mask(x.kp - col - 64), xc + col + 64);
       const __m512i xlo = _mm512_permutex2var_epi32(x0, even, x1), xhi = _mm512_permutex2var_epi32(x0, odd, x1);
       for (int i = 0; i < kLanes; ++i) {
-        _mm_prefetch(reinterpret_cast<const char*>(row_start[i] + byte0 + kPrefetchBytes), _MM_HINT_T0);
+        prefetch_ahead(row_start[i] + byte0);
         const __m512i wv = _mm512_maskz_loadu_epi8(mask, row_start[i] + byte0);
         a[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(wv, low4), xlo);
         a[i] = _mm512_dpbusd_epi32(a[i], _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4), xhi);
@@ -237,7 +246,7 @@ void single_row(float* y, const QuantizedActivations& x, const int8_t* xc, const
     } else {
       const __m512i xv = _mm512_maskz_loadu_epi8(byte_mask(x.kp - col), xc + col);
       for (int i = 0; i < kLanes; ++i) {
-        _mm_prefetch(reinterpret_cast<const char*>(row_start[i] + byte0 + kPrefetchBytes), _MM_HINT_T0);
+        prefetch_ahead(row_start[i] + byte0);
         const __m512i wv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, row_start[i] + byte0), flip);
         a[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv);
       }

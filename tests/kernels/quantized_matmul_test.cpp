@@ -8,6 +8,8 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 #include "isa_test.h"
@@ -302,6 +304,33 @@ TEST_P(VnniMatmul, RowsBitIdenticalWhateverBatchAndSplit) {
     matmul(single.data(), x.data() + m * K, 1, qw.w, pool);
     ASSERT_EQ(0, std::memcmp(single.data(), batch.data() + m * N, N * sizeof(float))) << "row " << m;
   }
+}
+
+// The kernels prefetch up to 2 KB ahead in each weight row; neither that nor a load may touch a byte past the matrix:
+// weights that end right before an inaccessible page give the same bits as a copy elsewhere (decode and a batch).
+TEST_P(VnniMatmul, ReadsNothingPastTheWeights) {
+  std::mt19937 rng(13);
+  const auto [N, K] = shapes().back();
+  Quantized qw = make(N, K, rng);
+  const size_t bytes = qw.w.nbytes(), page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t mapped = (bytes + page - 1) / page * page + page;  // the weights, then one guard page
+  void* region = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(region, MAP_FAILED);
+  auto* guard = static_cast<std::byte*>(region) + mapped - page;
+  ASSERT_EQ(0, mprotect(guard, page, PROT_NONE));
+  std::memcpy(guard - bytes, qw.w.data, bytes);
+  WeightMatrix at_edge = qw.w;
+  at_edge.data = guard - bytes;
+  for (int64_t M : {1, 8}) {
+    const std::vector<float> x = random_activations(M, K, rng);
+    QuantizedActivations q;
+    q.quantize(x.data(), K, M, K);
+    std::vector<float> want(static_cast<size_t>(M * N), NAN), got(want.size(), NAN);
+    detail::matmul_rows_int_avx512vnni(want.data(), q, qw.w, 0, N);
+    detail::matmul_rows_int_avx512vnni(got.data(), q, at_edge, 0, N);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << "M=" << M;
+  }
+  munmap(region, mapped);
 }
 
 // matmul() takes the VNNI kernel on AVX-512 and the portable one below it.
