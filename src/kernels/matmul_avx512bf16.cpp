@@ -79,6 +79,42 @@ inline void step(__m512 (&part)[MR][NR], const std::byte* w0, size_t row_bytes, 
   }
 }
 
+// The lane sums of 16 accumulators at once, lane t holding v[t]'s, by the tree of _mm512_reduce_add_ps (lanes l and
+// l + 8, then l + 4, l + 2, l + 1): an output's sum has the same bits whichever tile computed it, for a quarter of the
+// instructions. The shuffles leave input q + 4r in lane 4q + r, so the inputs go in in that order.
+inline __m512 lane_sums(const __m512 (&v)[16]) {
+  __m512 s1[8], s2[4], s3[2];
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; ++p) {
+    const __m512 a = v[4 * (2 * p % 4) + 2 * p / 4], b = v[4 * ((2 * p + 1) % 4) + (2 * p + 1) / 4];
+    s1[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xee));
+  }
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p)
+    s2[p] = _mm512_add_ps(_mm512_shuffle_f32x4(s1[2 * p], s1[2 * p + 1], 0x88),
+                          _mm512_shuffle_f32x4(s1[2 * p], s1[2 * p + 1], 0xdd));
+#pragma GCC unroll 2
+  for (int p = 0; p < 2; ++p)
+    s3[p] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(s2[2 * p]), _mm512_castps_pd(s2[2 * p + 1]))),
+                          _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(s2[2 * p]), _mm512_castps_pd(s2[2 * p + 1]))));
+  return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88), _mm512_shuffle_ps(s3[0], s3[1], 0xdd));
+}
+
+// y[m + i, n + j] = the lane sum of acc[i][j].
+template <int MR, int NR>
+inline void store_sums(const __m512 (&acc)[MR][NR], float* y, int64_t N, int64_t m, int64_t n) {
+  constexpr int kCount = MR * NR, kPadded = (kCount + 15) / 16 * 16;
+  alignas(64) float sums[kPadded];
+#pragma GCC unroll 2
+  for (int t0 = 0; t0 < kCount; t0 += 16) {
+    __m512 v[16];
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; ++t) v[t] = t0 + t < kCount ? acc[(t0 + t) / NR][(t0 + t) % NR] : _mm512_setzero_ps();
+    _mm512_store_ps(sums + t0, lane_sums(v));
+  }
+  for (int i = 0; i < MR; ++i) std::memcpy(y + (m + i) * N + n, sums + i * NR, NR * sizeof(float));
+}
+
 // A tile is MR activation rows x NR weight rows: MR x NR accumulators, NR weight vectors and one activation vector in
 // registers, so each weight vector loaded serves MR rows and each activation vector NR outputs. vdpbf16ps has a long
 // latency (Zen 5 needs ~14 independent ones in flight to reach its throughput), hence MR x NR >= 16 wherever M allows.
@@ -111,8 +147,7 @@ void tile(const TileArgs& a, int64_t m, int64_t n) {
       }
     }
   }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) a.y[(m + i) * a.N + n + j] = _mm512_reduce_add_ps(acc[i][j]);
+  store_sums(acc, a.y, a.N, m, n);
 }
 
 using TileFn = void (*)(const TileArgs&, int64_t, int64_t);
@@ -126,18 +161,22 @@ constexpr TileFn tile_for(int nr, std::integer_sequence<int, NRs...>) {
 
 // Weight rows per tile for MR activation rows: as many as the registers hold (MR x NR + NR + 1 <= 32; fp8 keeps a
 // second set of accumulators per block, so half as many). A single row (decode) keeps 4, which streams the weights
-// at full bandwidth.
+// at full bandwidth. Batches are cut into groups of up to 4 rows, but for bf16 a batch of 5 (a chain of 4 drafts and
+// its root) is one group of 5 x 5, one pass over the weights instead of two (3 + 2). Larger groups measured slower:
+// each step loads an activation vector per row, from L2 once the batch outgrows L1 (8 x 3 tiles for M = 8 or 32).
 constexpr int kMaxRows = 4;
-constexpr int kWeightRows[2][kMaxRows + 1] = {{0, 4, 8, 6, 6}, {0, 4, 4, 3, 2}};
+constexpr int kWeightRows[2][kMaxRows + 2] = {{0, 4, 8, 6, 6, 5}, {0, 4, 4, 3, 2, 0}};
 
 template <bool kFp8, int MR>
 TileFn tile_function(int nr) {
-  return tile_for<kFp8, MR>(nr, std::make_integer_sequence<int, kWeightRows[kFp8][MR]>{});
+  if constexpr (kWeightRows[kFp8][MR] == 0) return nullptr;
+  else return tile_for<kFp8, MR>(nr, std::make_integer_sequence<int, kWeightRows[kFp8][MR]>{});
 }
 
 template <bool kFp8>
 TileFn tile_function(int mr, int nr) {
   switch (mr) {
+    case 5: return tile_function<kFp8, 5>(nr);
     case 4: return tile_function<kFp8, 4>(nr);
     case 3: return tile_function<kFp8, 3>(nr);
     case 2: return tile_function<kFp8, 2>(nr);
@@ -148,19 +187,20 @@ TileFn tile_function(int mr, int nr) {
 template <bool kFp8>
 void rows(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
   const TileArgs args{y, xb, kp, w.cols, w.rows, kFp8 ? w.cols : w.row_stride(), &w};
-  // M in groups of at most kMaxRows rows, as even as possible (5 = 3 + 2, not 4 + 1); every group runs over the same
-  // weight rows of the tile while they are in L1. A row's arithmetic (k order per lane, then the lane sum) is the
-  // same in any tile, so its result does not depend on M or on its place in the batch.
-  const int64_t groups = (M + kMaxRows - 1) / kMaxRows;
+  // M in groups of at most kMaxRows rows, as even as possible (6 = 3 + 3, not 4 + 2; bf16: 5 in one); every group
+  // runs over the same weight rows of the tile while they are in L1. A row's arithmetic (k order per lane, then the
+  // lane sum) is the same in any tile, so its result does not depend on M or on its place in the batch.
+  const int64_t groups = !kFp8 && M == 5 ? 1 : (M + kMaxRows - 1) / kMaxRows;
   const int mr_small = static_cast<int>(M / groups), big_groups = static_cast<int>(M % groups);
   const int nr_max = kWeightRows[kFp8][big_groups > 0 ? mr_small + 1 : mr_small];
   for (int64_t n = n0; n < n1; n += nr_max) {
     const int nr = static_cast<int>(n1 - n < nr_max ? n1 - n : nr_max);
-    int64_t m = 0;
-    for (int64_t g = 0; g < groups; ++g) {
+    // Every other tile takes the groups backwards, so the first group finds its activations still in L1.
+    const bool backwards = (n - n0) / nr_max % 2 == 1;
+    for (int64_t i = 0; i < groups; ++i) {
+      const int64_t g = backwards ? groups - 1 - i : i, m = g * mr_small + std::min<int64_t>(g, big_groups);
       const int mr = mr_small + (g < big_groups ? 1 : 0);
       tile_function<kFp8>(mr, std::min(nr, kWeightRows[kFp8][mr]))(args, m, n);
-      m += mr;
     }
   }
 }

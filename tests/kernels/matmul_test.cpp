@@ -117,6 +117,43 @@ TEST_P(MatmulTest, RowResultIndependentOfBatchSizePositionAndThreads) {
       }
 }
 
+// The AVX-512 BF16 kernel sums an output's 16 lanes by one tree (lanes l and l + 8, then l + 4, l + 2, l + 1), in
+// every tile shape: each lane here holds one exact product, of magnitudes far apart, so any other order (or a lane
+// landing in another output's sum) gives other bits. Tiles of 1 to 5 activation rows by 1 to 8 weight rows.
+TEST(MatmulBf16, LaneSumsFollowOneTreeInEveryTile) {
+  set_active_isa(Isa::Avx512Bf16);
+  if (active_isa() != Isa::Avx512Bf16) GTEST_SKIP() << "this CPU lacks avx512bf16";
+  std::mt19937 rng(21);
+  std::uniform_int_distribution<int> exponent(-12, 12), sign(0, 1);
+  const auto power = [&] { return (sign(rng) ? -1.0f : 1.0f) * std::ldexp(1.0f, exponent(rng)); };
+  const int64_t N = 19, K = 32;  // one k-step: lane l gets x[2l] * w[2l] + x[2l + 1] * w[2l + 1], the odd ones 0
+  std::vector<uint16_t> w(static_cast<size_t>(N * K), 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t l = 0; l < 16; ++l) w[static_cast<size_t>(n * K + 2 * l)] = f32_to_bf16(power());
+  const WeightMatrix m{w.data(), DType::BF16, N, K};
+  ThreadPool pool(1);
+  int differs_from_sequential = 0;
+  for (int64_t M : {1, 2, 3, 4, 5, 6, 8, 9}) {
+    std::vector<float> x(static_cast<size_t>(M * K), 0.0f), y(static_cast<size_t>(M * N));
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t l = 0; l < 16; ++l) x[static_cast<size_t>(r * K + 2 * l)] = power();
+    matmul(y.data(), x.data(), M, m, pool);
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t n = 0; n < N; ++n) {
+        float lane[16], sequential = 0.0f;
+        for (int l = 0; l < 16; ++l) {
+          lane[l] = x[static_cast<size_t>(r * K + 2 * l)] * bf16_to_f32(w[static_cast<size_t>(n * K + 2 * l)]);
+          sequential += lane[l];
+        }
+        for (int half = 8; half >= 1; half /= 2)
+          for (int l = 0; l < half; ++l) lane[l] += lane[l + half];
+        ASSERT_EQ(y[static_cast<size_t>(r * N + n)], lane[0]) << "M=" << M << " row " << r << " output " << n;
+        differs_from_sequential += lane[0] != sequential;
+      }
+  }
+  EXPECT_GT(differs_from_sequential, 0);  // the inputs do tell the orders apart
+}
+
 TEST_P(MatmulTest, GroupAndStridedRowsMatchSeparateMatmuls) {
   const auto [isa, dtype] = GetParam();
   set_active_isa(isa);
