@@ -142,7 +142,9 @@ void tile(const TileArgs& a, int64_t m, int64_t n) {
       for (int64_t k = k0; k < full; k += 32) step<true, false>(part, w0, row_bytes, xr, a.kp, k, 0);
       if (full < k1) step<true, true>(part, w0, row_bytes, xr, a.kp, full, k1 - full);
       for (int j = 0; j < NR; ++j) {
-        const float scale = load_as_f32(a.w->scales, a.w->scale_dtype, ((n + j) / block) * scale_row + k0 / block);
+        const int64_t at = ((n + j) / block) * scale_row + k0 / block;
+        const float scale = a.w->scale_dtype == DType::F32 ? static_cast<const float*>(a.w->scales)[at]
+                                                           : load_as_f32(a.w->scales, a.w->scale_dtype, at);
         for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(part[i][j], _mm512_set1_ps(scale), acc[i][j]);
       }
     }
