@@ -4,7 +4,7 @@
 //
 // A forward dispatches dozens of short jobs per token (a 19M model: ~40 per decode step, each tens of microseconds),
 // so waking a sleeping thread through the kernel for each would cost as much as the work. Idle workers and the
-// waiting caller spin on atomics for a short while (spin_seconds) before they sleep on a condition variable; a
+// waiting caller spin on atomics for a short while (50 µs by default) before they sleep on a condition variable; a
 // dispatch to spinning workers makes no system call.
 #include <atomic>
 #include <condition_variable>
@@ -25,7 +25,7 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  static constexpr double kDefaultSpinSeconds = 200e-6;
+  static constexpr double kDefaultSpinSeconds = 50e-6;
 
   int size() const { return num_threads_; }
   // fn(begin, end, thread_index) over chunks of [0, n); chunks are at least `grain` long. The callable is referenced,
