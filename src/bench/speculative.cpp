@@ -135,7 +135,8 @@ int run_speculative(const BenchArgs& a) {
                            {"speedup", r.t.tok_s() / plain.tok_s()}, {"accept_len", r.t.stats.accept_length()},
                            {"accept_rate", r.t.stats.accept_rate()}, {"draft_acceptance", r.t.stats.draft_acceptance()},
                            {"per_depth_acceptance", depth}, {"identical_to_plain", r.t.identical},
-                           {"round_seconds", {{"draft", r.t.stats.time.draft}, {"verify", r.t.stats.time.verify},
+                           {"round_seconds", {{"draft", r.t.stats.time.draft}, {"tree_select", r.t.stats.time.select},
+                                              {"verify", r.t.stats.time.verify},
                                               {"accept_commit", r.t.stats.time.accept_commit},
                                               {"drafter_extend", r.t.stats.time.extend}}}});
     }

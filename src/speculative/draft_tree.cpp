@@ -6,6 +6,7 @@
 
 #include "util/error.h"
 #include "util/int_list.h"
+#include "util/timer.h"
 
 namespace eaglet {
 
@@ -54,16 +55,24 @@ void log_softmax(const float* logits, int64_t n, std::vector<double>& out) {
   for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<double>(logits[i] - max) - log_sum;
 }
 
-// The k best draft ids (highest log-probability, lower id first on ties).
+// The k best draft ids (highest log-probability, lower id first on ties), best first. One pass keeping the k best
+// so far (a strict total order, so the same ids in the same order as sorting all of them).
 std::vector<int32_t> top_k(const std::vector<double>& logp, int k) {
-  std::vector<int32_t> ids(logp.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  const size_t kk = std::min(ids.size(), static_cast<size_t>(k));
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(kk), ids.end(), [&](int32_t a, int32_t b) {
-    return logp[static_cast<size_t>(a)] > logp[static_cast<size_t>(b)] || (logp[static_cast<size_t>(a)] == logp[static_cast<size_t>(b)] && a < b);
-  });
-  ids.resize(kk);
-  return ids;
+  const size_t kk = std::min(logp.size(), static_cast<size_t>(std::max(k, 0)));
+  std::vector<int32_t> best;
+  best.reserve(kk + 1);
+  if (kk == 0) return best;
+  auto better = [&](int32_t a, int32_t b) {
+    return logp[static_cast<size_t>(a)] > logp[static_cast<size_t>(b)] ||
+           (logp[static_cast<size_t>(a)] == logp[static_cast<size_t>(b)] && a < b);
+  };
+  for (size_t i = 0; i < logp.size(); ++i) {
+    const int32_t id = static_cast<int32_t>(i);
+    if (best.size() == kk && !better(id, best.back())) continue;
+    best.insert(std::upper_bound(best.begin(), best.end(), id, better), id);
+    if (best.size() > kk) best.pop_back();
+  }
+  return best;
 }
 
 // Draws up to k distinct draft ids from q (over the draft vocabulary) without replacement, in draw order.
@@ -114,13 +123,16 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
     return static_cast<int>(tree.nodes.size()) - 1;
   };
   std::vector<DraftStep> steps;
+  double forward_seconds = 0;
   auto feed = [&](const std::vector<int>& nodes) {
     steps.clear();
     for (int n : nodes) {
       const DraftNode& node = tree.nodes[static_cast<size_t>(n)];
       steps.push_back({n, node.parent, node.token, node.depth});
     }
+    const Timer forward;
     proposer.expand(steps);
+    forward_seconds += forward.seconds();
   };
 
   if (sampling == nullptr) {
@@ -185,6 +197,7 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
     tree.child_q.resize(tree.nodes.size());
   }
   proposer.end_round();
+  tree.forward_seconds = forward_seconds;
   return tree;
 }
 

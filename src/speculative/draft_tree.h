@@ -46,6 +46,9 @@ struct DraftTree {
   // Sampled trees: for each node with children, the draft distribution q (over the target vocabulary) that its
   // children were drawn from, without replacement, in order. Empty for deterministic trees.
   std::vector<std::vector<float>> child_q;
+  // Seconds spent in the proposer's forwards (expand) while drafting; the rest of draft_tree's time is the tree's
+  // selection (softmax, top-k, ranking).
+  double forward_seconds = 0;
 
   int max_depth() const;
   std::vector<int> children(int node) const;

@@ -68,6 +68,7 @@ SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
   tree_ = draft_tree(proposer_, root_token_, target_.config().vocab_size, params,
                      sampled_tree ? &config_.sampling : nullptr, &sampler_);
   drafted_seconds_ = round_timer_.seconds();
+  draft_forward_seconds_ = tree_.forward_seconds;
 
   // Verify every node in one target forward: node i at position P + depth(i), seeing its ancestors only.
   tokens_.clear();
@@ -114,7 +115,8 @@ void SpeculativeDecoder::finish(size_t index, std::vector<int32_t>& out) {
 
   proposer_.extend(pair_tokens, aux_rows_.data(), static_cast<int32_t>(P));
   const double extended = round_timer_.seconds();
-  stats_.time.draft += drafted_seconds_;
+  stats_.time.draft += draft_forward_seconds_;
+  stats_.time.select += drafted_seconds_ - draft_forward_seconds_;
   stats_.time.verify += verified - drafted_seconds_;
   stats_.time.accept_commit += committed - verified;
   stats_.time.extend += extended - committed;

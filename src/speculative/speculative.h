@@ -64,7 +64,7 @@ class SpeculativeDecoder : public BatchedSequence {
   DraftTree tree_;
   std::vector<int32_t> tokens_, positions_;
   std::vector<uint8_t> mask_;
-  double drafted_seconds_ = 0;
+  double drafted_seconds_ = 0, draft_forward_seconds_ = 0;
   bool undrafted_ = false;  // the policy gave this round no draft tokens
   Timer round_timer_;
 };

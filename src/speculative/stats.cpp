@@ -31,6 +31,7 @@ void SpecStats::merge(const SpecStats& o) {
     depth_accepted[d] += o.depth_accepted[d];
   }
   time.draft += o.time.draft;
+  time.select += o.time.select;
   time.verify += o.time.verify;
   time.accept_commit += o.time.accept_commit;
   time.extend += o.time.extend;
@@ -77,7 +78,8 @@ std::string SpecStats::time_line() const {
                   1e3 * seconds / n);
     return std::string(buf);
   };
-  return "round time per verify: " + part("draft", time.draft) + ", " + part("verify", time.verify) + ", " +
+  return "round time per verify: " + part("draft steps", time.draft) + ", " + part("tree selection", time.select) +
+         ", " + part("verify", time.verify) + ", " +
          part("accept+commit", time.accept_commit) + ", " + part("drafter extend", time.extend);
 }
 

@@ -15,8 +15,12 @@ struct SpecStats {
   std::vector<int64_t> depth_reached;   // [d]: verifies whose tree had depth >= d+1
   std::vector<int64_t> depth_accepted;  // [d]: verifies that accepted d+1 or more tokens
   struct RoundTime {  // seconds spent in each part of the rounds
-    double draft = 0, verify = 0, accept_commit = 0, extend = 0;
-    double total() const { return draft + verify + accept_commit + extend; }
+    double draft = 0;          // the drafter's forwards over the round's nodes (draft steps)
+    double select = 0;         // choosing the tree: softmax, top-k, ranking
+    double verify = 0;         // the target's forward over the tree
+    double accept_commit = 0;  // acceptance, target KV commit, aux rows kept
+    double extend = 0;         // the drafter's forward over the accepted tokens
+    double total() const { return draft + select + verify + accept_commit + extend; }
   } time;
 
   void record(int tree_depth, int drafted_tokens, int accepted_tokens);
@@ -27,7 +31,8 @@ struct SpecStats {
   double draft_acceptance() const;  // accepted / drafted (vLLM, llama.cpp)
   std::string log_line() const;     // "accept len: X.XX, accept rate: Y.YY"
   std::string summary() const;      // the log line plus the plain figures and per-depth acceptance
-  std::string time_line() const;    // "round time: draft 31% (1.2 ms), verify 52% (...), accept+commit ..., extend ..."
+  // "round time per verify: draft steps 31% (1.2 ms), tree selection ..., verify ..., accept+commit ..., drafter extend ..."
+  std::string time_line() const;
   bool zero_acceptance() const;     // >= 32 verifies and accept len < 1.05
 };
 

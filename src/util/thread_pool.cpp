@@ -1,11 +1,27 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace eaglet {
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads, double spin_seconds)
+    : num_threads_(std::max(1, num_threads)), spin_seconds_(std::max(0.0, spin_seconds)) {
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -18,11 +34,31 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+template <typename Pred>
+bool ThreadPool::spin_until(const Pred& pred) const {
+  if (pred()) return true;
+  if (spin_seconds_ <= 0) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(spin_seconds_);
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {  // a clock read per 64 pauses
+      cpu_relax();
+      if (pred()) return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return pred();
+  }
+}
+
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    spin_until([&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; });
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!stop_ && generation_ == seen) {
+      ++sleeping_workers_;
+      sleeps_.fetch_add(1, std::memory_order_relaxed);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      --sleeping_workers_;
+    }
     if (stop_) return;
     seen = generation_;
     while (next_chunk_ < job_chunks_) {
@@ -32,7 +68,7 @@ void ThreadPool::worker_loop(int index) {
       lock.unlock();
       job(chunk * n / chunks, (chunk + 1) * n / chunks, index);
       lock.lock();
-      if (++finished_chunks_ == job_chunks_) done_.notify_all();
+      if (finished_chunks_.fetch_add(1) + 1 == job_chunks_ && caller_sleeping_) done_.notify_all();
     }
   }
 }
@@ -50,9 +86,10 @@ void ThreadPool::run(Job fn, size_t n, size_t grain) {
   job_chunks_ = chunks;
   next_chunk_ = 1;  // chunk 0 is the caller's
   finished_chunks_ = 0;
-  ++generation_;
+  generation_.fetch_add(1, std::memory_order_release);
+  const bool wake = sleeping_workers_ > 0;
   lock.unlock();
-  wake_.notify_all();
+  if (wake) wake_.notify_all();
   fn(0, n / chunks, 0);
   lock.lock();
   ++finished_chunks_;
@@ -63,8 +100,16 @@ void ThreadPool::run(Job fn, size_t n, size_t grain) {
     lock.lock();
     ++finished_chunks_;
   }
-  done_.wait(lock, [&] { return finished_chunks_ == job_chunks_; });
-  job_ = {nullptr, nullptr};
+  lock.unlock();
+  if (!spin_until([&] { return finished_chunks_.load(std::memory_order_acquire) == chunks; })) {
+    lock.lock();
+    caller_sleeping_ = true;
+    sleeps_.fetch_add(1, std::memory_order_relaxed);
+    done_.wait(lock, [&] { return finished_chunks_ == job_chunks_; });
+    caller_sleeping_ = false;
+    lock.unlock();
+  }
+  // job_ is left as it was: no worker can pick a chunk of a finished job, and the next run replaces it.
 }
 
 namespace {
