@@ -108,7 +108,8 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
   constexpr int64_t kBlock = 24;
   // Work items over the concatenated rows of all outputs; bf16 weights on the BF16 path share one bf16 copy of x.
   // Quantized integer formats share one quantization of x (kernels/quantized.h).
-  std::vector<int64_t> first_block;
+  thread_local std::vector<int64_t> first_block;  // kept between calls: no allocation per matmul
+  first_block.clear();
   int64_t blocks = 0, cols = -1;
   const bool bf16_isa = active_isa() == Isa::Avx512Bf16;
   bool bf16_path = bf16_isa, integer_weights = false, fp8_weights = false;
@@ -132,15 +133,16 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
   if (integer_weights) xq.quantize(x, cols, M, cols);
   const uint16_t* xbp = xb.data();  // pointers: inside the lambda a thread_local name is the worker's own
   const QuantizedActivations* xqp = &xq;
+  const int64_t* first = first_block.data();
   const MatmulOutput* outs = outputs.begin();
   const size_t count = outputs.size();
   pool.parallel_for(static_cast<size_t>(blocks), [&](size_t b0, size_t b1, int) {
     for (size_t i = 0; i < count; ++i) {
-      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(b0), first_block[i]);
-      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(b1), i + 1 < count ? first_block[i + 1] : blocks);
+      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(b0), first[i]);
+      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(b1), i + 1 < count ? first[i + 1] : blocks);
       if (lo >= hi) continue;
       const MatmulOutput& o = outs[i];
-      const int64_t n0 = (lo - first_block[i]) * kBlock, n1 = std::min((hi - first_block[i]) * kBlock, o.w.rows);
+      const int64_t n0 = (lo - first[i]) * kBlock, n1 = std::min((hi - first[i]) * kBlock, o.w.rows);
       switch (o.w.format) {
         case WeightFormat::Int8Channel:
         case WeightFormat::Int4Group: detail::matmul_rows_int(o.y, *xqp, o.w, n0, n1); break;
