@@ -1,0 +1,27 @@
+#pragma once
+// Which of MLA's two forms computes a sequence's rows in one forward (model/mla.cpp). Both are HF's attention up to
+// the association of the products, but they round differently, so the choice must never depend on how many rows
+// are verified together: the naive form is only for more rows than a verification batch can hold (kMaxVerifyRows)
+// and only where it costs less.
+//   absorbed  q_abs[h] = W_UK[h]ᵀ q_nope[h]; attend over [latent, rope key]; W_UV[h] applied to the attended latent
+//   naive     k_nope[h] = W_UK[h] c, v[h] = W_UV[h] c for every latent c (cached and new); plain per-head attention
+#include <cstdint>
+
+#include "model/block.h"
+
+namespace eaglet {
+
+enum class MlaForm { Absorbed, Naive };
+
+// Multiply-accumulates of one layer's attention (all heads) for `rows` new rows over `ctx` entries (cached + new):
+//   absorbed  rows · (nope·R + ctx·(R + rope) + ctx·R + R·V)   q_abs, scores on [latent, rope], P·latent, W_UV
+//   naive     ctx·R·(nope + V) + rows·ctx·(nope + rope + V)     kv_b_proj over every latent, then attention
+struct MlaCost {
+  double absorbed = 0, naive = 0;
+};
+MlaCost mla_cost(const BlockSpec& spec, int64_t rows, int64_t ctx);
+
+// The form of a sequence's `rows` new rows after ctx - rows cached entries.
+MlaForm choose_mla_form(const BlockSpec& spec, int64_t rows, int64_t ctx, const MlaFormPolicy& policy);
+
+}  // namespace eaglet
