@@ -13,7 +13,7 @@
 // of the products, so in rounding. Decoding and verification (at most kMaxVerifyRows rows of a sequence) always take
 // the absorbed form, so a token's logits never depend on how many tokens are verified with it; a sequence's larger
 // forwards (prefill chunks) take the naive form where it costs less (it decompresses the whole latent cache once
-// per forward, then saves rows · ctx · (2·rank - nope - V) per head). Plain and speculative generation chunk a
+// per forward, then saves rows · ctx · (2·rank - nope - V) MACs per head, at about half the absorbed form's rate). Plain and speculative generation chunk a
 // prompt alike (the same prefill batch from its first token), so both see the same form on the same rows.
 #include <algorithm>
 #include <cstring>

@@ -13,7 +13,7 @@ MlaForm choose_mla_form(const BlockSpec& b, int64_t rows, int64_t ctx, const Mla
   if (rows < policy.naive_min_rows) return MlaForm::Absorbed;
   if (!policy.by_cost) return MlaForm::Naive;
   const MlaCost c = mla_cost(b, rows, ctx);
-  return c.naive < c.absorbed ? MlaForm::Naive : MlaForm::Absorbed;
+  return kNaiveMacWeight * c.naive < c.absorbed ? MlaForm::Naive : MlaForm::Absorbed;
 }
 
 }  // namespace eaglet

@@ -21,7 +21,15 @@ struct MlaCost {
 };
 MlaCost mla_cost(const BlockSpec& spec, int64_t rows, int64_t ctx);
 
-// The form of a sequence's `rows` new rows after ctx - rows cached entries.
+// What a naive-form MAC costs in absorbed-form MACs. Measured (bench --mla-forms, Moonlight's layer, AVX-512 BF16, one
+// thread): 25-31 ms per GMAC against 15-18 for the absorbed form. The attention kernel gets one query row per head
+// there (P·V a vector-matrix product per query, where the absorbed form's heads share the latent: 16 rows), and the
+// decompressed keys and values are transposed per token.
+constexpr double kNaiveMacWeight = 1.8;
+
+// The form of a sequence's `rows` new rows after ctx - rows cached entries: naive when allowed and
+// kNaiveMacWeight · naive < absorbed (for Moonlight/DeepSeek-V3 heads: chunks above ~205 rows without a cache, above
+// ~460 rows after a long one).
 MlaForm choose_mla_form(const BlockSpec& spec, int64_t rows, int64_t ctx, const MlaFormPolicy& policy);
 
 }  // namespace eaglet

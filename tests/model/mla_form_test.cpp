@@ -40,16 +40,19 @@ TEST(MlaForm, NaiveOnlyAboveTheVerifyBoundAndWhereCheaper) {
   const MlaFormPolicy always{.by_cost = false};
   EXPECT_EQ(choose_mla_form(b, kMaxVerifyRows, 4096, always), MlaForm::Absorbed);
   EXPECT_EQ(choose_mla_form(b, kMaxVerifyRows + 1, 4096, always), MlaForm::Naive);
-  // Prefill chunks: naive where it costs less. Per head it saves rows·ctx·(2·512 - 256) and pays ctx·512·256 once:
-  // worth it above 512·256 / 768 ≈ 171 rows.
-  EXPECT_LT(mla_cost(b, 512, 512).naive, mla_cost(b, 512, 512).absorbed);
+  // Prefill chunks: naive where it costs less, its MACs weighted by kNaiveMacWeight (1.8). Per head, after a long
+  // cache, it saves rows·ctx·(2·512 + 64 - 1.8·320) and pays 1.8·ctx·512·256: worth it above ~461 rows; without a
+  // cache both pay rows·512·256 in kv_b_proj and it is worth it above ~205 rows.
+  EXPECT_LT(kNaiveMacWeight * mla_cost(b, 512, 512).naive, mla_cost(b, 512, 512).absorbed);
   EXPECT_EQ(choose_mla_form(b, 512, 512, by_default), MlaForm::Naive);
-  EXPECT_EQ(choose_mla_form(b, 256, 4096 + 256, by_default), MlaForm::Naive);
-  EXPECT_GT(mla_cost(b, 160, 100000).naive, mla_cost(b, 160, 100000).absorbed);
-  EXPECT_EQ(choose_mla_form(b, 160, 100000, by_default), MlaForm::Absorbed);
-  // Without a cache the naive form always costs less (both pay rows·R·(nope + V) in kv_b_proj), with a long one a
-  // short chunk does not. A lowered bound (tests) still asks the cost model unless told not to.
-  EXPECT_EQ(choose_mla_form(b, 24, 24, {.naive_min_rows = 2}), MlaForm::Naive);
+  EXPECT_EQ(choose_mla_form(b, 200, 200, by_default), MlaForm::Absorbed);
+  EXPECT_EQ(choose_mla_form(b, 210, 210, by_default), MlaForm::Naive);
+  EXPECT_EQ(choose_mla_form(b, 256, 4096 + 256, by_default), MlaForm::Absorbed);  // measured 1.2x slower naive
+  EXPECT_EQ(choose_mla_form(b, 1024, 4096 + 1024, by_default), MlaForm::Naive);
+  EXPECT_EQ(choose_mla_form(b, 450, 100000, by_default), MlaForm::Absorbed);
+  EXPECT_EQ(choose_mla_form(b, 470, 100000, by_default), MlaForm::Naive);
+  // A lowered bound (tests) still asks the cost model unless told not to.
+  EXPECT_EQ(choose_mla_form(b, 512, 512, {.naive_min_rows = 2}), MlaForm::Naive);
   EXPECT_EQ(choose_mla_form(b, 24, 10000, {.naive_min_rows = 2}), MlaForm::Absorbed);
   EXPECT_EQ(choose_mla_form(b, 24, 10000, {.naive_min_rows = 2, .by_cost = false}), MlaForm::Naive);
   EXPECT_EQ(choose_mla_form(b, 1, 24, {.naive_min_rows = 2, .by_cost = false}), MlaForm::Absorbed);
