@@ -170,7 +170,7 @@ void naive_attention(const BlockSpec& b, const MlaWeights& m, float* out, const 
   float* c = s.naive_latents.data();
   for (int64_t d = 0; d < R; ++d)
     for (int64_t t = 0; t < total; ++t) c[t * R + d] = lat.keys_t[d * cap + t];
-  const int64_t tile = std::clamp<int64_t>(policy.naive_tile_floats / (total * (per_head + qk + V)), 1, heads);
+  const int64_t tile = std::clamp<int64_t>(policy.naive_tile_floats / (total * mla_naive_floats_per_head(b)), 1, heads);
   grow(s.naive_kv, total * tile * per_head);
   grow(s.naive_keys, total * tile * (qk + V));
   grow(s.naive_q, rows * tile * qk);

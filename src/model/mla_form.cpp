@@ -9,9 +9,14 @@ MlaCost mla_cost(const BlockSpec& b, int64_t rows, int64_t ctx) {
   return {heads * m * (nope * R + n * (R + rope) + n * R + R * V), heads * (n * R * (nope + V) + m * n * (nope + rope + V))};
 }
 
+int64_t mla_naive_floats_per_head(const BlockSpec& b) {
+  return 2 * (b.mla.qk_nope_dim + b.mla.v_head_dim) + b.head_dim;
+}
+
 MlaForm choose_mla_form(const BlockSpec& b, int64_t rows, int64_t ctx, const MlaFormPolicy& policy) {
   if (rows < policy.naive_min_rows) return MlaForm::Absorbed;
   if (!policy.by_cost) return MlaForm::Naive;
+  if (ctx * mla_naive_floats_per_head(b) > policy.naive_tile_floats) return MlaForm::Absorbed;
   const MlaCost c = mla_cost(b, rows, ctx);
   return kNaiveMacWeight * c.naive < c.absorbed ? MlaForm::Naive : MlaForm::Absorbed;
 }

@@ -27,9 +27,14 @@ MlaCost mla_cost(const BlockSpec& spec, int64_t rows, int64_t ctx);
 // decompressed keys and values are transposed per token.
 constexpr double kNaiveMacWeight = 1.8;
 
-// The form of a sequence's `rows` new rows after ctx - rows cached entries: naive when allowed and
-// kNaiveMacWeight · naive < absorbed (for Moonlight/DeepSeek-V3 heads: chunks above ~205 rows without a cache, above
-// ~460 rows after a long one).
+// Floats the naive form holds per head and context entry: [k_nope, v] out of kv_b_proj, then the keys [k_nope, rope
+// key] and values as the attention kernel reads them.
+int64_t mla_naive_floats_per_head(const BlockSpec& spec);
+
+// The form of a sequence's `rows` new rows after ctx - rows cached entries: naive when allowed, when one head's
+// decompressed context fits policy.naive_tile_floats (memory stays bounded however long the context; Moonlight's
+// heads: up to ~29k entries), and when kNaiveMacWeight · naive < absorbed (for Moonlight/DeepSeek-V3 heads: chunks
+// above ~205 rows without a cache, above ~460 rows after a long one). Without by_cost, naive whenever allowed.
 MlaForm choose_mla_form(const BlockSpec& spec, int64_t rows, int64_t ctx, const MlaFormPolicy& policy);
 
 }  // namespace eaglet

@@ -49,8 +49,13 @@ TEST(MlaForm, NaiveOnlyAboveTheVerifyBoundAndWhereCheaper) {
   EXPECT_EQ(choose_mla_form(b, 210, 210, by_default), MlaForm::Naive);
   EXPECT_EQ(choose_mla_form(b, 256, 4096 + 256, by_default), MlaForm::Absorbed);  // measured 1.2x slower naive
   EXPECT_EQ(choose_mla_form(b, 1024, 4096 + 1024, by_default), MlaForm::Naive);
-  EXPECT_EQ(choose_mla_form(b, 450, 100000, by_default), MlaForm::Absorbed);
-  EXPECT_EQ(choose_mla_form(b, 470, 100000, by_default), MlaForm::Naive);
+  EXPECT_EQ(choose_mla_form(b, 450, 25000, by_default), MlaForm::Absorbed);
+  EXPECT_EQ(choose_mla_form(b, 470, 25000, by_default), MlaForm::Naive);
+  // A context whose one head's decompressed keys and values exceed the tile budget stays absorbed, cheaper or not.
+  EXPECT_LT(kNaiveMacWeight * mla_cost(b, 1024, 30000).naive, mla_cost(b, 1024, 30000).absorbed);
+  EXPECT_EQ(choose_mla_form(b, 1024, 30000, by_default), MlaForm::Absorbed);
+  EXPECT_EQ(choose_mla_form(b, 1024, 20000, by_default), MlaForm::Naive);
+  EXPECT_EQ(choose_mla_form(b, 1024, 30000, {.naive_tile_floats = 30000 * 576}), MlaForm::Naive);
   // A lowered bound (tests) still asks the cost model unless told not to.
   EXPECT_EQ(choose_mla_form(b, 512, 512, {.naive_min_rows = 2}), MlaForm::Naive);
   EXPECT_EQ(choose_mla_form(b, 24, 10000, {.naive_min_rows = 2}), MlaForm::Absorbed);
