@@ -190,7 +190,8 @@ void naive_attention(const BlockSpec& b, const MlaWeights& m, float* out, const 
       for (int64_t d = 0; d < nope; ++d)
         for (int64_t t = 0; t < total; ++t) keys[(h * qk + d) * total + t] = kvh[t * th * per_head + h * per_head + d];
       for (int64_t d = 0; d < rope; ++d)
-        std::memcpy(keys + (h * qk + nope + d) * total, lat.keys_t + (R + d) * cap, static_cast<size_t>(total) * sizeof(float));
+        std::memcpy(keys + (h * qk + nope + d) * total, lat.keys_t + (R + d) * cap,
+                    static_cast<size_t>(total) * sizeof(float));
       for (int64_t d = 0; d < V; ++d)
         for (int64_t t = 0; t < total; ++t)
           values[(h * V + d) * total + t] = kvh[t * th * per_head + h * per_head + nope + d];

@@ -6,7 +6,8 @@ MlaCost mla_cost(const BlockSpec& b, int64_t rows, int64_t ctx) {
   const double R = static_cast<double>(b.mla.kv_lora_rank), nope = static_cast<double>(b.mla.qk_nope_dim);
   const double V = static_cast<double>(b.mla.v_head_dim), rope = static_cast<double>(b.head_dim);
   const double m = static_cast<double>(rows), n = static_cast<double>(ctx), heads = static_cast<double>(b.num_heads);
-  return {heads * m * (nope * R + n * (R + rope) + n * R + R * V), heads * (n * R * (nope + V) + m * n * (nope + rope + V))};
+  return {heads * m * (nope * R + n * (R + rope) + n * R + R * V),
+          heads * (n * R * (nope + V) + m * n * (nope + rope + V))};
 }
 
 int64_t mla_naive_floats_per_head(const BlockSpec& b) {
