@@ -227,6 +227,33 @@ TEST_P(DeepseekBitwise, VerifyAfterANaivePrefillEqualsDecodingExactly) {
   }
 }
 
+// Several sequences in one forward, some in the naive form (more than 8 rows here) and some absorbed, between and
+// around each other: each sequence's logits are bit-identical to its forward alone.
+TEST_P(DeepseekBitwise, MixedFormsInOneForwardEqualEachSequenceAlone) {
+  auto model = Transformer::load(deepseek_dir("kimi_k2_bf16"));
+  model->set_mla_form_policy({.naive_min_rows = 9, .by_cost = false});
+  const std::vector<int32_t> ids = test::read_ids(Checkpoint::open_file(deepseek_ref("kimi_k2_bf16")));
+  const int64_t V = model->config().vocab_size;
+  const size_t lengths[] = {3, 12, 5, 10};  // absorbed, naive, absorbed, naive
+  std::vector<KVCache> caches;
+  std::vector<SequenceBatch> batch;
+  for (size_t s = 0; s < 4; ++s) caches.push_back(model->make_cache(32));
+  for (size_t s = 0; s < 4; ++s)
+    batch.push_back({&caches[s], {.tokens = std::span(ids).subspan(s, lengths[s]), .all_logits = true}});
+  model->forward(batch);
+  EXPECT_EQ(model->mla_naive_runs(), 2 * mla_layers(*model));
+  const std::vector<float> together(model->logits().begin(), model->logits().end());
+  for (size_t s = 0; s < 4; ++s) {
+    KVCache alone = model->make_cache(32);
+    model->forward(alone, batch[s].batch);
+    const auto first = static_cast<size_t>(model->first_logits_row(0));
+    size_t row = 0;
+    for (size_t t = 0; t < s; ++t) row += lengths[t];
+    for (size_t i = 0; i < lengths[s] * static_cast<size_t>(V); ++i)
+      ASSERT_EQ(model->logits()[first + i], together[row * static_cast<size_t>(V) + i]) << "sequence " << s;
+  }
+}
+
 // The naive form decompresses the latent cache a tile of heads at a time (bounded memory); one head per tile gives
 // the same logits as all heads at once.
 TEST_P(DeepseekBitwise, NaiveFormHeadTilesGiveTheSameLogits) {
