@@ -4,6 +4,7 @@
 //   cost_curve.cpp   --cost-curve: T(M)/T(1) for M new tokens after a cached context, GFLOP/s and % of the peak,
 //                    --drafter-step: a drafter step against a target step
 //   moe_cost.cpp     --cost-curve on MoE models: weight bytes read per forward (experts chosen), GB/s, speedup ceiling
+//   mla_forms.cpp    --mla-forms: one MLA layer's absorbed vs naive form for M rows after a context (CPU time)
 //   peak.cpp         --peak: bandwidth and compute probes on 1 and all threads, the matmul kernels on one layer's
 //                    shapes against the compute peak (and oneDNN's, onednn_reference.cpp, when built with it)
 //   speculative.cpp  -d DRAFTER --prompts FILE, or --echo-pair: plain vs speculative over a prompt set
@@ -27,6 +28,7 @@ namespace eaglet::bench {
 
 struct BenchArgs {
   bool plain = false, json = false, cost_curve = false, peak = false, drafter_step = false, echo_pair = false;
+  bool mla_forms = false;
   float deviation = 0.0f;
   int draft_vocab = 32000;
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64}, contexts = {512, 2048};
@@ -59,6 +61,7 @@ int run_cost_curve(const BenchArgs& a);
 int run_moe_cost_curve(const BenchArgs& a, Transformer& model, const std::string& dir);
 int run_speculative(const BenchArgs& a);
 int run_peak(const BenchArgs& a);
+int run_mla_forms(const BenchArgs& a);
 int run_serve(const BenchArgs& a);  // src/bench/serve/
 
 // --echo-pair: the synthetic pair of --shape and --deviation, made once under --synthetic-dir; returns its folder

@@ -15,6 +15,9 @@ Command add_bench(CLI::App& app) {
                 "Bandwidth and compute peak (1 and all threads), and the matmul kernels on one layer of --shape against "
                 "that peak and oneDNN");
   cmd->add_flag("--cost-curve", a->cost_curve, "Time of one forward over M = 1..64 new tokens, as T(M)/T(1)");
+  cmd->add_flag("--mla-forms", a->mla_forms,
+                "One MLA layer (Moonlight's shape) over M new rows after each --contexts: absorbed vs naive form, CPU "
+                "time on one thread");
   cmd->add_option("--batch-sizes", a->batch_sizes, "M values for --cost-curve")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));
@@ -79,6 +82,7 @@ Command add_bench(CLI::App& app) {
                                 cmd->count("--speculative-num-draft-tokens") > 0;
     if (a->serve) return bench::run_serve(*a);
     if (a->cost_curve) return bench::run_cost_curve(*a);
+    if (a->mla_forms) return bench::run_mla_forms(*a);
     if (a->peak) return bench::run_peak(*a);
     if (!a->spec.drafter.empty() || a->echo_pair) return bench::run_speculative(*a);
     if (!a->plain)

@@ -11,7 +11,7 @@ void add_spec_flags(CLI::App& cmd, SpecOptions& o, bool log_every) {
   cmd.add_option("--speculative-num-steps", o.num_steps, "Draft depth")->check(CLI::Range(1, 64));
   cmd.add_option("--speculative-eagle-topk", o.topk, "Branching per draft step (1 = chain)")->check(CLI::Range(1, 64));
   cmd.add_option("--speculative-num-draft-tokens", o.num_draft_tokens, "Tokens verified per round, root included")
-      ->check(CLI::Range(2, 1024));
+      ->check(CLI::Range(2, kMaxDraftTokens));
   cmd.add_option("--speculative-sampling", o.scheme,
                  "Verification at temperature > 0: target-only (accept x with p(x)) or draft-q (min(1, p/q) with "
                  "drafts sampled from the drafter)")

@@ -36,6 +36,19 @@ enum class BlockInput {
 
 constexpr int64_t kMaxMlaRopeDim = 1024;  // qk_rope_head_dim (64 in every release)
 
+// The most rows of one sequence that a forward computes exactly as it computes each of them alone, on every kernel
+// path and architecture: the bound on a verification batch (speculative num_draft_tokens). A sequence's larger
+// forwards (prefill chunks) may take a cheaper form that rounds differently: MLA's naive form (model/mla_form.h).
+constexpr int64_t kMaxVerifyRows = 128;
+
+// When a sequence's rows take MLA's naive form: never for fewer than `naive_min_rows` rows; above that, where the
+// cost model says it is cheaper (or always, without `by_cost`: tests and bench force a form with it).
+struct MlaFormPolicy {
+  int64_t naive_min_rows = kMaxVerifyRows + 1;
+  bool by_cost = true;
+  int64_t naive_tile_floats = int64_t{16} << 20;  // decompressed keys and values held at once (heads in tiles)
+};
+
 // MLA sizes (HF DeepseekV3Attention). head_dim of the BlockSpec is the rope part (qk_rope_head_dim).
 struct MlaShape {
   int64_t q_lora_rank = 0;  // 0: a plain q_proj
@@ -130,6 +143,8 @@ struct BlockScratch {
   std::vector<int32_t> chosen;                       // MoE: [M, experts_per_token] expert ids
   std::vector<float> chosen_weight;                  // MoE: their weights
   int64_t experts_run = 0;  // MoE: routed experts run (each reads its weights once) since the owner reset it
+  std::vector<float> naive_latents, naive_kv, naive_keys, naive_q, naive_out;  // MLA naive form (model/mla.cpp)
+  int64_t mla_naive_runs = 0;  // MLA: (sequence, layer) pairs computed in the naive form since the owner reset it
   AttentionScratch attention;
 };
 
@@ -146,6 +161,7 @@ struct BlockContext {
   int64_t layer = 0;                         // the block's layer in the caches
   const RopeAngles& rope;                    // [M]
   const float* embeddings = nullptr;         // Eagle3Fused: the tokens' embeddings [M, hidden]
+  MlaFormPolicy mla_form = {};               // Mla: which sequences may take the naive form
 };
 
 // x[M, hidden], the residual stream, goes through the block in place. Every row is computed as it would be in a
@@ -161,6 +177,8 @@ std::vector<float> to_f32(const TensorView* t);
 // The block kinds beyond Llama's, one file each: their tensors, weights and computation.
 TensorList mla_tensors(const BlockSpec& spec, const std::string& prefix);
 void bind_mla(const BlockSpec& spec, const std::string& prefix, const LoadedTensors& tensors, BlockWeights& w);
+// m.uk_t (W_UK of each head transposed) from m.kv_b; bind_mla calls it, bench --mla-forms builds a layer in memory.
+void absorb_uk(const BlockSpec& spec, MlaWeights& m);
 // out[M, hidden] = o_proj(MLA(xn)), xn = s.xn; the batch's latent keys go to the cache.
 void mla_attention(const BlockSpec& spec, const BlockWeights& w, float* out, int64_t M, const BlockContext& ctx,
                    BlockScratch& s);

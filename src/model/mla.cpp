@@ -1,20 +1,26 @@
-// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): HF DeepseekV3Attention, computed in the absorbed form.
+// Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2): HF DeepseekV3Attention, in two forms (model/mla_form.h).
 //
 //   q            = q_b(q_a_layernorm(q_a(xn)))   or q_proj(xn) without q LoRA        [H, nope + rope]
 //   c, k_rot     = split(kv_a_proj_with_mqa(xn), [kv_lora_rank, rope])               one rope key for all heads
 //   cache        <- [kv_a_layernorm(c), rope(k_rot)]                                   per token: rank + rope floats
+// absorbed:
 //   q_abs[h]     = W_UK[h]ᵀ q_nope[h]                                                  [rank]
 //   o_lat[h]     = softmax(scale · ([q_abs[h], rope(q_rot[h])] · cacheᵀ)) · cache[:rank]
-//   out          = o_proj(concat_h W_UV[h] o_lat[h])
-// with kv_b_proj = [W_UK[h]; W_UV[h]] per head. Equal to HF's naive form (k_nope = W_UK c, v = W_UV c) up to the
-// association of the products. Every batch (prefill, decode, chain or tree verification) uses this one form, so a
-// token's logits never depend on how many tokens came with it; the naive form for prefill would round differently
-// from decoding and break the bit-identity that makes greedy speculation lossless.
+//   o[h]         = W_UV[h] o_lat[h]
+// naive (HF's): k_nope[h] = W_UK[h] c and v[h] = W_UV[h] c for every cached latent c, then
+//   o[h]         = softmax(scale · ([q_nope[h], rope(q_rot[h])] · [k_nope[h], k_rot]ᵀ)) · v[h]
+// out = o_proj(concat_h o[h]), with kv_b_proj = [W_UK[h]; W_UV[h]] per head. The two differ only in the association
+// of the products, so in rounding. Decoding and verification (at most kMaxVerifyRows rows of a sequence) always take
+// the absorbed form, so a token's logits never depend on how many tokens are verified with it; a sequence's larger
+// forwards (prefill chunks) take the naive form where it costs less (it decompresses the whole latent cache once
+// per forward, then saves rows · ctx · (2·rank - nope - V) MACs per head, at about half the absorbed form's rate). Plain and speculative generation chunk a
+// prompt alike (the same prefill batch from its first token), so both see the same form on the same rows.
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/ops.h"
 #include "model/block.h"
+#include "model/mla_form.h"
 #include "util/buffer.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -60,8 +66,13 @@ void bind_mla(const BlockSpec& b, const std::string& p, const LoadedTensors& t, 
     m.kv_b_f32.resize(static_cast<size_t>(m.kv_b.rows * m.kv_b.cols));
     for (int64_t r = 0; r < m.kv_b.rows; ++r) dequantize_row(m.kv_b, r, &m.kv_b_f32[static_cast<size_t>(r * m.kv_b.cols)]);
   }
+  absorb_uk(b, m);
+}
+
+void absorb_uk(const BlockSpec& b, MlaWeights& m) {
   // W_UK[h]ᵀ, copied element by element (exact): q_abs is then a plain matmul per head. This is H·nope·rank elements
   // per layer, half of kv_b_proj.
+  const MlaShape& a = b.mla;
   const WeightMatrix kv_b = m.kv_b_dense();
   const int64_t R = a.kv_lora_rank, nope = a.qk_nope_dim, rows_per_head = nope + a.v_head_dim;
   const size_t e = dtype_size(kv_b.dtype);
@@ -106,6 +117,99 @@ void gather_head(float* dst, int64_t width, const float* src, int64_t src_ld, in
     std::memcpy(dst + m * width, src + m * src_ld + col, static_cast<size_t>(width) * sizeof(float));
 }
 
+// The absorbed form for `rows` rows from `first` on, sequence after sequence: s.q and s.v (the queries' rope part)
+// in, s.att out.
+void absorbed_attention(const BlockSpec& b, const MlaWeights& m, int64_t first, int64_t rows,
+                        std::span<const BlockSequence> sequences, int64_t layer, BlockScratch& s) {
+  const MlaShape& a = b.mla;
+  const int64_t heads = b.num_heads, R = a.kv_lora_rank, nope = a.qk_nope_dim, V = a.v_head_dim;
+  const int64_t qk = nope + b.head_dim, key = R + b.head_dim;
+  const float* q = s.q.data() + first * heads * qk;
+  float* queries = s.v.data() + first * heads * key;
+  float* latent = s.latent.data() + first * heads * R;
+  // q_abs[h] = W_UK[h]ᵀ q_nope[h], into the first R columns of each head's query.
+  const WeightMatrix kv_b = m.kv_b_dense();
+  const size_t e = dtype_size(kv_b.dtype);
+  for (int64_t h = 0; h < heads; ++h) {
+    gather_head(s.head_in.data(), nope, q, heads * qk, h * qk, rows);
+    const WeightMatrix uk_t{&m.uk_t[static_cast<size_t>(h * R * nope) * e], kv_b.dtype, R, nope};
+    matmul(s.head_out.data(), s.head_in.data(), rows, uk_t, thread_pool());
+    scatter_head(queries, heads * key, h * key, s.head_out.data(), R, rows);
+  }
+  // Each sequence's queries attend to its own latent cache alone.
+  const AttentionHeads attention_heads{heads, 1, 0, a.scale};
+  int64_t row = 0;
+  for (const BlockSequence& seq : sequences) {
+    attention(latent + row * heads * R, queries + row * heads * key, static_cast<int64_t>(seq.positions.size()),
+              attention_heads, seq.cache.view(layer), seq.positions, seq.mask, s.attention, thread_pool());
+    row += static_cast<int64_t>(seq.positions.size());
+  }
+  // o[h] = W_UV[h] o_lat[h]: W_UV[h] is a block of kv_b_proj's rows, viewed in place.
+  const auto* kv_b_bytes = static_cast<const std::byte*>(kv_b.data);
+  for (int64_t h = 0; h < heads; ++h) {
+    gather_head(s.head_in.data(), R, latent, heads * R, h * R, rows);
+    const WeightMatrix uv{kv_b_bytes + static_cast<size_t>((h * (nope + V) + nope) * R) * e, kv_b.dtype, V, R};
+    matmul(s.head_out.data(), s.head_in.data(), rows, uv, thread_pool());
+    scatter_head(s.att.data() + first * heads * V, heads * V, h * V, s.head_out.data(), V, rows);
+  }
+}
+
+// The naive form for one sequence: out [rows, heads * V] from its queries q [rows, heads * (nope + rope)] (rope
+// applied). Every latent of its cache goes through kv_b_proj, a tile of heads at a time (at most
+// policy.naive_tile_floats decompressed floats held), into keys [k_nope[h], shared rope key] and values v[h] laid
+// out as the attention kernel reads a cache; then ordinary attention with the sequence's positions and mask.
+void naive_attention(const BlockSpec& b, const MlaWeights& m, float* out, const float* q, const BlockSequence& seq,
+                     int64_t layer, BlockScratch& s, const MlaFormPolicy& policy) {
+  const MlaShape& a = b.mla;
+  const int64_t heads = b.num_heads, rope = b.head_dim, R = a.kv_lora_rank, nope = a.qk_nope_dim, V = a.v_head_dim;
+  const int64_t qk = nope + rope, per_head = nope + V;
+  const KVLayerView lat = seq.cache.view(layer);
+  const int64_t rows = static_cast<int64_t>(seq.positions.size()), total = lat.committed + rows, cap = lat.capacity;
+  // The latents as rows [total, R] (the cache holds them transposed).
+  grow(s.naive_latents, total * R);
+  float* c = s.naive_latents.data();
+  for (int64_t d = 0; d < R; ++d)
+    for (int64_t t = 0; t < total; ++t) c[t * R + d] = lat.keys_t[d * cap + t];
+  const int64_t tile = std::clamp<int64_t>(policy.naive_tile_floats / (total * mla_naive_floats_per_head(b)), 1, heads);
+  grow(s.naive_kv, total * tile * per_head);
+  grow(s.naive_keys, total * tile * (qk + V));
+  grow(s.naive_q, rows * tile * qk);
+  grow(s.naive_out, rows * tile * V);
+  const WeightMatrix kv_b = m.kv_b_dense();
+  const size_t e = dtype_size(kv_b.dtype);
+  for (int64_t h0 = 0; h0 < heads; h0 += tile) {
+    const int64_t th = std::min(tile, heads - h0);
+    // [k_nope, v] of heads h0.. for every latent: rows h0 * per_head.. of kv_b_proj.
+    const WeightMatrix w{static_cast<const std::byte*>(kv_b.data) + static_cast<size_t>(h0 * per_head * R) * e,
+                         kv_b.dtype, th * per_head, R};
+    float* kvh = s.naive_kv.data();
+    matmul(kvh, c, total, w, thread_pool());
+    float* keys = s.naive_keys.data();        // [th, qk, total]
+    float* values = keys + th * qk * total;   // [th, V, total]
+    for (int64_t h = 0; h < th; ++h) {
+      for (int64_t d = 0; d < nope; ++d)
+        for (int64_t t = 0; t < total; ++t) keys[(h * qk + d) * total + t] = kvh[t * th * per_head + h * per_head + d];
+      for (int64_t d = 0; d < rope; ++d)
+        std::memcpy(keys + (h * qk + nope + d) * total, lat.keys_t + (R + d) * cap,
+                    static_cast<size_t>(total) * sizeof(float));
+      for (int64_t d = 0; d < V; ++d)
+        for (int64_t t = 0; t < total; ++t)
+          values[(h * V + d) * total + t] = kvh[t * th * per_head + h * per_head + nope + d];
+    }
+    const KVLayerView view{keys, values, qk, V, total, lat.committed, nullptr};
+    const float* qt = q;
+    float* ot = out;
+    if (th < heads) {
+      gather_head(s.naive_q.data(), th * qk, q, heads * qk, h0 * qk, rows);
+      qt = s.naive_q.data();
+      ot = s.naive_out.data();
+    }
+    attention(ot, qt, rows, {th, th, 0, a.scale}, view, seq.positions, seq.mask, s.attention, thread_pool());
+    if (th < heads) scatter_head(out, heads * V, h0 * V, ot, th * V, rows);
+  }
+  ++s.mla_naive_runs;
+}
+
 }  // namespace
 
 void mla_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_t M, const BlockContext& ctx,
@@ -116,7 +220,7 @@ void mla_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
   const MlaWeights& m = w.mla;
   grow(s.q, M * heads * qk);
   grow(s.k, M * key);
-  grow(s.v, M * heads * key);  // the attention queries [q_abs, q_rot] per head
+  grow(s.v, M * heads * key);  // the absorbed form's attention queries [q_abs, q_rot] per head
   grow(s.latent, M * heads * R);
   grow(s.att, M * heads * V);
   const int64_t widest = std::max({R, nope, V});
@@ -148,33 +252,36 @@ void mla_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
       std::memcpy(queries + (t * heads + h) * key + R, qh + nope, static_cast<size_t>(rope) * sizeof(float));
     }
   }
-  // q_abs[h] = W_UK[h]ᵀ q_nope[h], into the first R columns of each head's query.
-  const WeightMatrix kv_b = m.kv_b_dense();
-  const size_t e = dtype_size(kv_b.dtype);
-  for (int64_t h = 0; h < heads; ++h) {
-    gather_head(s.head_in.data(), nope, q, heads * qk, h * qk, M);
-    const WeightMatrix uk_t{&m.uk_t[static_cast<size_t>(h * R * nope) * e], kv_b.dtype, R, nope};
-    matmul(s.head_out.data(), s.head_in.data(), M, uk_t, thread_pool());
-    scatter_head(queries, heads * key, h * key, s.head_out.data(), R, M);
-  }
-  // Each sequence's latent keys go to its own cache; its queries attend to that cache alone.
-  const AttentionHeads attention_heads{heads, 1, 0, a.scale};
+  // Each sequence's latent keys go to its own cache.
   int64_t first = 0;  // the sequence's first row
   for (const BlockSequence& seq : ctx.sequences) {
     const int64_t rows = static_cast<int64_t>(seq.positions.size());
     for (int64_t t = 0; t < rows; ++t) seq.cache.write(ctx.layer, seq.cache.size() + t, kv + (first + t) * key, nullptr);
-    attention(s.latent.data() + first * heads * R, queries + first * heads * key, rows, attention_heads,
-              seq.cache.view(ctx.layer), seq.positions, seq.mask, s.attention, thread_pool());
     first += rows;
   }
   if (first != M) fail("mla_attention: the sequences hold ", first, " rows, the batch ", M);
-  // o[h] = W_UV[h] o_lat[h]: W_UV[h] is a block of kv_b_proj's rows, viewed in place.
-  const auto* kv_b_bytes = static_cast<const std::byte*>(kv_b.data);
-  for (int64_t h = 0; h < heads; ++h) {
-    gather_head(s.head_in.data(), R, s.latent.data(), heads * R, h * R, M);
-    const WeightMatrix uv{kv_b_bytes + static_cast<size_t>((h * (nope + V) + nope) * R) * e, kv_b.dtype, V, R};
-    matmul(s.head_out.data(), s.head_in.data(), M, uv, thread_pool());
-    scatter_head(s.att.data(), heads * V, h * V, s.head_out.data(), V, M);
+  // Each sequence's rows in its form, into att [M, heads * V]; consecutive absorbed sequences share the per-head
+  // matmuls (a row's result does not depend on the rows beside it).
+  const auto naive = [&](const BlockSequence& seq) {
+    const int64_t rows = static_cast<int64_t>(seq.positions.size());
+    return choose_mla_form(b, rows, seq.cache.size() + rows, ctx.mla_form) == MlaForm::Naive;
+  };
+  first = 0;
+  for (size_t i = 0; i < ctx.sequences.size();) {
+    if (naive(ctx.sequences[i])) {
+      naive_attention(b, m, s.att.data() + first * heads * V, q + first * heads * qk, ctx.sequences[i], ctx.layer, s,
+                      ctx.mla_form);
+      first += static_cast<int64_t>(ctx.sequences[i].positions.size());
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    int64_t rows = 0;
+    for (; end < ctx.sequences.size() && !naive(ctx.sequences[end]); ++end)
+      rows += static_cast<int64_t>(ctx.sequences[end].positions.size());
+    absorbed_attention(b, m, first, rows, ctx.sequences.subspan(i, end - i), ctx.layer, s);
+    first += rows;
+    i = end;
   }
   matmul(out, s.att.data(), M, w.o.w, thread_pool());
 }

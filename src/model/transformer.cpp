@@ -142,6 +142,7 @@ void Transformer::forward(std::span<const SequenceBatch> sequences) {
   }
   const std::span<const int32_t> positions(positions_.data(), static_cast<size_t>(M));
   scratch_.experts_run = 0;
+  scratch_.mla_naive_runs = 0;
   rope_.compute(positions, inv_freq_, c.rope.attention_factor);
   float *x = x_.data(), *xn = xn_.data();
   for (size_t s = 0; s < sequences.size(); ++s) {
@@ -151,7 +152,7 @@ void Transformer::forward(std::span<const SequenceBatch> sequences) {
 
   for (int64_t li = 0; li < c.num_layers; ++li) {
     capture(li);
-    const BlockContext ctx{views, li, rope_};
+    const BlockContext ctx{views, li, rope_, nullptr, mla_form_};
     run_block(c.blocks[static_cast<size_t>(li)], blocks_[static_cast<size_t>(li)], x, M, ctx, scratch_);
   }
   capture(c.num_layers);

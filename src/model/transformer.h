@@ -74,6 +74,12 @@ class Transformer {
   // Routed experts the last forward ran, summed over its MoE layers: the experts chosen by at least one row, each of
   // which read its weights once (bench --cost-curve counts the bytes a verification reads with it).
   int64_t routed_experts_run() const { return scratch_.experts_run; }
+  // MLA (model/mla_form.h): when a sequence's rows may take the naive form (default: more than kMaxVerifyRows rows,
+  // where cheaper), and how many (sequence, layer) pairs of the last forward took it. Tests and bench change the
+  // policy; speculative decoding refuses a verify batch that would reach the naive form.
+  void set_mla_form_policy(const MlaFormPolicy& policy) { mla_form_ = policy; }
+  const MlaFormPolicy& mla_form_policy() const { return mla_form_; }
+  int64_t mla_naive_runs() const { return scratch_.mla_naive_runs; }
 
   // Weights, for the drafter that shares the target's embedding and head.
   const TensorView& embed_tokens() const { return *embed_; }
@@ -94,6 +100,7 @@ class Transformer {
   WeightMatrix lm_head_;
   std::vector<float> inv_freq_;
   std::vector<int> aux_layers_;
+  MlaFormPolicy mla_form_;
 
   // Activations of the current batch (grown on demand, never shrunk: no allocation per token).
   int64_t batch_ = 0, logits_rows_ = 0;

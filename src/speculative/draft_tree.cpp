@@ -12,9 +12,10 @@ namespace eaglet {
 
 DraftParams parse_draft_setting(const std::string& text, const std::string& what) {
   const auto v = parse_int_list(text, what);
-  if (v.size() != 3 || v[0] < 1 || v[0] > 64 || v[1] < 1 || v[1] > 64 || v[2] < 2 || v[2] > 1024)
+  if (v.size() != 3 || v[0] < 1 || v[0] > 64 || v[1] < 1 || v[1] > 64 || v[2] < 2 ||
+      v[2] > kMaxDraftTokens)
     fail(what, " '", text, "': expected steps,topk,draft_tokens with steps and topk in [1, 64] and draft tokens in "
-         "[2, 1024] (as generate's flags)");
+         "[2, ", kMaxDraftTokens, "] (as generate's flags)");
   return DraftParams{v[0], v[1], v[2]}.resolved();
 }
 

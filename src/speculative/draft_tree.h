@@ -19,6 +19,10 @@
 
 namespace eaglet {
 
+// The most nodes one round verifies (num_draft_tokens, root included): a verify batch must stay within the rows a
+// forward computes exactly as one token at a time (kMaxVerifyRows, model/block.h; speculative.cpp asserts it).
+constexpr int kMaxDraftTokens = 128;
+
 struct DraftParams {
   int num_steps = 5;         // maximum depth
   int topk = 4;              // children per expanded node

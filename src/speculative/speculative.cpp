@@ -8,10 +8,18 @@
 
 namespace eaglet {
 
+static_assert(kMaxDraftTokens <= kMaxVerifyRows, "a verify batch must stay in the batch-invariant forms");
+
 SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, const SpecConfig& config)
     : target_(target), proposer_(proposer), config_(config), sampler_(config.sampling) {
   if (config_.draft.topk < 1 || config_.draft.num_steps < 1 || config_.draft.num_draft_tokens < 2)
     fail("speculative decoding needs topk >= 1, num_steps >= 1 and num_draft_tokens >= 2");
+  // A verify batch of the naive MLA form's size would round differently from decoding: greedy output would no
+  // longer equal the target's own.
+  const int64_t limit = std::min<int64_t>(kMaxDraftTokens, target_.mla_form_policy().naive_min_rows - 1);
+  if (config_.draft.num_draft_tokens > limit)
+    fail("--speculative-num-draft-tokens ", config_.draft.num_draft_tokens, ": at most ", limit,
+         " tokens are verified per round (larger batches are not computed exactly as one token at a time); lower it");
   target_.set_aux_layers(proposer_.aux_layers());
   // Room for the round's tree on top of the context.
   const int64_t slack = config_.draft.num_draft_tokens + 1;

@@ -16,6 +16,7 @@
 #include "io/json_util.h"
 #include "model/quantize_weights.h"
 #include "test_env.h"
+#include "util/error.h"
 
 namespace eaglet {
 namespace {
@@ -40,8 +41,8 @@ std::vector<int32_t> plain_greedy(Transformer& target, const std::vector<int32_t
 }
 
 std::vector<int32_t> speculative(Transformer& target, Eagle3Drafter& drafter, const std::vector<int32_t>& prompt,
-                                 int n, const DraftParams& params, SpecStats* stats = nullptr) {
-  SpecConfig config{params, SpecSampling::TargetOnly, {}, static_cast<int64_t>(prompt.size()) + n + 64, 7};
+                                 int n, const DraftParams& params, SpecStats* stats = nullptr, int prefill_batch = 7) {
+  SpecConfig config{params, SpecSampling::TargetOnly, {}, static_cast<int64_t>(prompt.size()) + n + 64, prefill_batch};
   Eagle3Proposer proposer(drafter);
   SpeculativeDecoder decoder(target, proposer, config);
   std::vector<int32_t> out = {decoder.prefill(prompt)};
@@ -134,6 +135,54 @@ TEST(DeepseekTarget, SpecForgeKimiAuxIdsResolveToTheNextLayersInputs) {
   EXPECT_EQ(drafter->aux_layers(), (std::vector<int>{1, 2, 3}));
   std::printf("[deepseek] %s\n", drafter->describe().c_str());
   EXPECT_NE(drafter->describe().find("1, 2, 3"), std::string::npos) << drafter->describe();
+}
+
+// MLA's naive form for a prompt's rows (its bound lowered to 17 rows, above every verify batch here): plain and
+// speculative generation prefill the prompt in one chunk alike, so both take the naive form on the same rows; every
+// verify batch takes the absorbed form, as decoding does, and greedy output still equals the target's own.
+TEST(DeepseekTarget, NaivePrefillKeepsGreedySpeculationLossless) {
+  auto target = Transformer::load(fixture("deepseek/kimi_nearecho_fp32"));
+  target->set_mla_form_policy({.naive_min_rows = 17, .by_cost = false});
+  auto drafter = Eagle3Drafter::load(fixture("deepseek/kimi_specforge_drafter"), *target, {});
+  std::mt19937 rng(5);
+  int accepted_somewhere = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto prompt = random_prompt(rng, 30 + 7 * trial, target->config().vocab_size);
+    KVCache cache = target->make_cache(64);
+    target->forward(cache, {.tokens = prompt});
+    EXPECT_GT(target->mla_naive_runs(), 0) << "the prompt did not take the naive form";
+    const auto want = plain_greedy(*target, prompt, 20);
+    for (const DraftParams& p : {DraftParams{3, 1, 4}, DraftParams{5, 4, 8}, DraftParams{4, 4, 16}}) {
+      SpecStats stats;
+      ASSERT_EQ(speculative(*target, *drafter, prompt, 20, p, &stats, 64), want)
+          << "steps " << p.num_steps << " topk " << p.topk << " prompt " << trial;
+      accepted_somewhere += stats.accepted > 0;
+    }
+  }
+  EXPECT_GT(accepted_somewhere, 0) << "no draft was ever accepted";
+}
+
+// A verify batch that could take the naive form is refused, naming the flag.
+TEST(DeepseekTarget, VerifyBatchesStayBelowTheNaiveForm) {
+  auto target = Transformer::load(fixture("deepseek/kimi_nearecho_fp32"));
+  auto drafter = Eagle3Drafter::load(fixture("deepseek/kimi_specforge_drafter"), *target, {});
+  Eagle3Proposer proposer(*drafter);
+  const auto refused = [&](int draft_tokens) {
+    try {
+      SpeculativeDecoder decoder(*target, proposer, {{5, 4, draft_tokens}, SpecSampling::TargetOnly, {}, 256, 7});
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--speculative-num-draft-tokens"), std::string::npos) << e.what();
+      return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(refused(kMaxDraftTokens));
+  EXPECT_TRUE(refused(kMaxDraftTokens + 1));
+  target->set_mla_form_policy({.naive_min_rows = 17, .by_cost = false});
+  EXPECT_FALSE(refused(16));
+  EXPECT_TRUE(refused(17));
+  EXPECT_THROW(parse_draft_setting("5,4,129", "--setting"), Error);
+  EXPECT_EQ(parse_draft_setting("5,4,128", "--setting").num_draft_tokens, 128);
 }
 
 TEST(Acceptance, ExactDrafterReachesStepsPlusOneRandomDrafterAboutOne) {
