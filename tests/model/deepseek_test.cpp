@@ -102,10 +102,9 @@ void expect_parity(const ParityCase& c, const std::vector<float>& logits, const 
     // hold for MoE here; the argmax rule does (at most 1 position in 8). The naive form rounds other values to bf16
     // (the latents, where the absorbed form rounds q_nope and the attended latent), which flips other routing choices:
     // 4 of 24 argmax positions move on kimi_k2 (HF's own bf16 arithmetic moves 2). On this path the naive form is held
-    // to the rounding-matched reference where the fixture has one (above); its arithmetic, to the fp32 paths.
-    if (!(naive && c.isa == Isa::Avx512Bf16)) {
-      EXPECT_LE(hf.argmax_mismatches * 8, S);
-    }
+    // to the rounding-matched reference where the fixture has one (above), its arithmetic to the fp32 paths, and here
+    // to a looser argmax rule (at most 1 position in 4: a wrong form moves most of them).
+    EXPECT_LE(hf.argmax_mismatches * (naive && c.isa == Isa::Avx512Bf16 ? 4 : 8), S);
   } else {
     EXPECT_LE(hf.max_diff, 2e-3f);
     EXPECT_EQ(hf.argmax_mismatches, 0);
