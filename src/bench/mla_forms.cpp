@@ -3,8 +3,6 @@
 // cached context in the absorbed and in the naive form. One thread, timed by its CPU time (a shared machine's other
 // load does not count), the two forms interleaved, best of --repeats: the measured side of model/mla_form.h's cost
 // model, beside its prediction and its choice.
-#include <time.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,16 +14,11 @@
 #include "model/block.h"
 #include "model/mla_form.h"
 #include "util/thread_pool.h"
+#include "util/timer.h"
 
 namespace eaglet::bench {
 
 namespace {
-
-double cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 struct Layer {
   BlockSpec spec;
@@ -104,9 +97,9 @@ int run_mla_forms(const BenchArgs& a) {
           const BlockSequence seq{cache, positions, {}};
           const BlockContext bc{{&seq, 1}, 0, angles, nullptr, f == 0 ? absorbed : naive};
           cache.begin_batch(positions);
-          const double t0 = cpu_seconds();
+          const double t0 = thread_cpu_seconds();
           mla_attention(b, l.w, out.data(), m, bc, s);
-          best[f] = std::min(best[f], cpu_seconds() - t0);
+          best[f] = std::min(best[f], thread_cpu_seconds() - t0);
           cache.discard_pending();
         }
       const MlaCost c = mla_cost(b, m, ctx + m);

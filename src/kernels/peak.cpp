@@ -1,23 +1,17 @@
 #include "kernels/peak.h"
 
 #include <algorithm>
-#include <ctime>
 #include <vector>
 
 #include "kernels/cpu_features.h"
 #include "util/thread_pool.h"
+#include "util/timer.h"
 
 namespace eaglet {
 
 namespace {
 
 using ChainsFn = double (*)(long, float*);
-
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
 
 // Runs fn on every thread of the pool at once; the sum over threads of each one's operations per second of its own
 // CPU time, best of `repeats`. CPU time, not wall time: on a shared machine other processes take turns on the cores,
