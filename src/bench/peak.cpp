@@ -1,8 +1,10 @@
 // eaglet bench --peak: what the machine can do (memory bandwidth and compute peak, on one thread and on all) and how
 // close the matmul kernels come, over the weight matrices of one layer of --shape, beside oneDNN's bf16 matmul.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "bench/bench.h"
@@ -176,6 +178,10 @@ void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
   for (int m : a.batch_sizes) {
     const auto ref = OnednnReference::create(w.fused(), m, &why_not);
     if (ref) implementation = ref->implementation();
+    // Interleaved, so that each run finds the weights out of the last-level cache (the other's copy went through
+    // it). oneDNN's OpenMP workers keep spinning for milliseconds after a call (libgomp's default spin count;
+    // OMP_WAIT_POLICY is read when the library loads) and shared the two cores with eaglet's next run, doubling its
+    // times on the 2-core Zen 5: the pause after each oneDNN run lets them go to sleep first.
     double best = 1e30, best_ref = 1e30;
     for (int r = 0; r < a.repeats + 1; ++r) {  // the first round warms up both
       Timer t;
@@ -185,6 +191,7 @@ void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
         Timer tr;
         ref->run(xb.data());
         if (r > 0) best_ref = std::min(best_ref, tr.seconds());
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     }
     const double flops = 2.0 * static_cast<double>(w.params()) * m, gf = flops / best / 1e9;
