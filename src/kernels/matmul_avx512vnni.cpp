@@ -32,6 +32,9 @@ constexpr int kSlabRows = kLanes * kSlabVectors;
 // Both paths read 16 weight rows at once, 64 bytes of each per step: every line is asked for twice, into L2 well
 // ahead and into L1 shortly before use. On Zen 5 (1B layer, CPU time, shared machine) that made M = 1 1.1-1.3x and
 // M = 8 1.04-1.3x faster than one L1 prefetch 512 bytes ahead (more so the busier the memory); T1 or T0 alone less.
+// Decode's distances run on into the same row of the next group of 16 (an int4 row of 2048 columns is only 1 KB, so
+// 2 KB ahead used to land in rows already being read): 1B layer at M = 1, 2 threads, three interleaved runs of
+// `eaglet bench --peak`, int8 1.19-1.27 -> 0.92-1.07 ms and int4 1.07-1.09 -> 0.84-0.99 ms.
 constexpr int64_t kPrefetchNearBytes = 256;
 constexpr int64_t kPrefetchFarBytes = 2048;
 constexpr int64_t kChunkBlocks = 16;        // columns packed at a time: 32 rows x 512 bytes stay in L1
@@ -73,6 +76,17 @@ inline void transpose16(__m512i r[16]) {
 inline void prefetch_ahead(const uint8_t* p) {
   _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchNearBytes), _MM_HINT_T0);
   _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFarBytes), _MM_HINT_T1);
+}
+
+// Single-row decode reads 16 rows side by side and then the next 16: byte b of a row's stream lies in this row or,
+// past its end, in the same row of a following group of 16.
+inline int64_t stream_offset(int64_t b, int64_t row_bytes) {
+  return b < row_bytes ? b : b / row_bytes * kLanes * row_bytes + b % row_bytes;
+}
+
+inline void prefetch_stream(const uint8_t* row, int64_t near, int64_t far) {
+  _mm_prefetch(reinterpret_cast<const char*>(row + near), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(row + far), _MM_HINT_T1);
 }
 
 inline __mmask64 byte_mask(int64_t n) { return n >= 64 ? ~__mmask64{0} : n <= 0 ? 0 : (__mmask64{1} << n) - 1; }
@@ -232,13 +246,14 @@ void single_row(float* y, const QuantizedActivations& x, const int8_t* xc, const
   for (int64_t c = 0; c * kBlocksPerChunk < blocks; ++c) {
     const int64_t col = c * kBlocksPerChunk * kActivationBlock, byte0 = 64 * c;
     const __mmask64 mask = byte_mask(row_bytes - byte0);
+    const int64_t near = stream_offset(byte0 + kPrefetchNearBytes, row_bytes), far = stream_offset(byte0 + kPrefetchFarBytes, row_bytes);
     __m512i a[kLanes];
     if constexpr (kInt4) {  // lane j: word j of the chunk; its low nibbles meet dword 2j of the permuted codes
       const __m512i x0 = _mm512_maskz_loadu_epi8(byte_mask(x.kp - col), xc + col);
       const __m512i x1 = _mm512_maskz_loadu_epi8(byte_mask(x.kp - col - 64), xc + col + 64);
       const __m512i xlo = _mm512_permutex2var_epi32(x0, even, x1), xhi = _mm512_permutex2var_epi32(x0, odd, x1);
       for (int i = 0; i < kLanes; ++i) {
-        prefetch_ahead(row_start[i] + byte0);
+        prefetch_stream(row_start[i], near, far);
         const __m512i wv = _mm512_maskz_loadu_epi8(mask, row_start[i] + byte0);
         a[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(wv, low4), xlo);
         a[i] = _mm512_dpbusd_epi32(a[i], _mm512_and_si512(_mm512_srli_epi16(wv, 4), low4), xhi);
@@ -246,7 +261,7 @@ void single_row(float* y, const QuantizedActivations& x, const int8_t* xc, const
     } else {
       const __m512i xv = _mm512_maskz_loadu_epi8(byte_mask(x.kp - col), xc + col);
       for (int i = 0; i < kLanes; ++i) {
-        prefetch_ahead(row_start[i] + byte0);
+        prefetch_stream(row_start[i], near, far);
         const __m512i wv = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mask, row_start[i] + byte0), flip);
         a[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv, xv);
       }
