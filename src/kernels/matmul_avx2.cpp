@@ -1,6 +1,7 @@
 // AVX2/FMA matmul: 8 fp32 lanes; the portable vector path for CPUs without AVX-512.
 // Everything shared with other translation units is included before the target switch, so that no inline
 // function compiled for this ISA can be picked by the linker for code that runs on every CPU.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 

@@ -1,6 +1,7 @@
 // AVX-512 matmul: 16 fp32 lanes; bf16 widened by a 16-bit shift, f16 by vcvtph2ps.
 // Everything shared with other translation units is included before the target switch, so that no inline
 // function compiled for this ISA can be picked by the linker for code that runs on every CPU.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
