@@ -32,9 +32,10 @@ constexpr int kSlabRows = kLanes * kSlabVectors;
 // Both paths read 16 weight rows at once, 64 bytes of each per step: every line is asked for twice, into L2 well
 // ahead and into L1 shortly before use. On Zen 5 (1B layer, CPU time, shared machine) that made M = 1 1.1-1.3x and
 // M = 8 1.04-1.3x faster than one L1 prefetch 512 bytes ahead (more so the busier the memory); T1 or T0 alone less.
-// Decode's distances run on into the same row of the next group of 16 (an int4 row of 2048 columns is only 1 KB, so
-// 2 KB ahead used to land in rows already being read): 1B layer at M = 1, 2 threads, three interleaved runs of
-// `eaglet bench --peak`, int8 1.19-1.27 -> 0.92-1.07 ms and int4 1.07-1.09 -> 0.84-0.99 ms.
+// The distances run on into the same row of the next group of rows (an int4 row of 2048 columns is only 1 KB, so
+// 2 KB ahead used to land in rows already being read): 1B layer, 2 threads, three interleaved runs of `eaglet bench
+// --peak` each: M = 1 int8 1.19-1.27 -> 0.92-1.07 ms, int4 1.07-1.09 -> 0.84-0.99 ms; M = 8 int8 3.10-3.33 ->
+// 2.71-2.97, int4 3.29-3.58 -> 2.78-2.87; M = 32 int8 6.94-7.32 -> 6.54-6.89, int4 7.33-7.86 -> 6.55-6.85.
 constexpr int64_t kPrefetchNearBytes = 256;
 constexpr int64_t kPrefetchFarBytes = 2048;
 constexpr int64_t kChunkBlocks = 16;        // columns packed at a time: 32 rows x 512 bytes stay in L1
@@ -73,15 +74,10 @@ inline void transpose16(__m512i r[16]) {
   }
 }
 
-inline void prefetch_ahead(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchNearBytes), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchFarBytes), _MM_HINT_T1);
-}
-
-// Single-row decode reads 16 rows side by side and then the next 16: byte b of a row's stream lies in this row or,
-// past its end, in the same row of a following group of 16.
-inline int64_t stream_offset(int64_t b, int64_t row_bytes) {
-  return b < row_bytes ? b : b / row_bytes * kLanes * row_bytes + b % row_bytes;
+// Both paths read a group of rows side by side (decode 16, packing a slab 32) and then the next group: byte b of a
+// row's stream lies in this row or, past its end, in the same row of a following group.
+inline int64_t stream_offset(int64_t b, int64_t row_bytes, int64_t group_rows) {
+  return b < row_bytes ? b : b / row_bytes * group_rows * row_bytes + b % row_bytes;
 }
 
 inline void prefetch_stream(const uint8_t* row, int64_t near, int64_t far) {
@@ -105,9 +101,11 @@ void pack_codes(uint8_t* dst, const uint8_t* codes, int64_t row_bytes, int64_t r
     for (int i = 0; i < kLanes; ++i) row_start[i] = codes + std::min<int64_t>(v * kLanes + i, rows - 1) * row_bytes;
     for (int64_t w0 = w_begin; w0 < w_end; w0 += kLanes) {
       const __mmask64 mask = byte_mask(row_bytes - 4 * w0);
+      const int64_t near = stream_offset(4 * w0 + kPrefetchNearBytes, row_bytes, kSlabRows),
+                    far = stream_offset(4 * w0 + kPrefetchFarBytes, row_bytes, kSlabRows);
       __m512i r[kLanes];
       for (int i = 0; i < kLanes; ++i) {
-        prefetch_ahead(row_start[i] + 4 * w0);
+        prefetch_stream(row_start[i], near, far);
         r[i] = _mm512_maskz_loadu_epi8(mask, row_start[i] + 4 * w0);
       }
       transpose16(r);
@@ -246,7 +244,8 @@ void single_row(float* y, const QuantizedActivations& x, const int8_t* xc, const
   for (int64_t c = 0; c * kBlocksPerChunk < blocks; ++c) {
     const int64_t col = c * kBlocksPerChunk * kActivationBlock, byte0 = 64 * c;
     const __mmask64 mask = byte_mask(row_bytes - byte0);
-    const int64_t near = stream_offset(byte0 + kPrefetchNearBytes, row_bytes), far = stream_offset(byte0 + kPrefetchFarBytes, row_bytes);
+    const int64_t near = stream_offset(byte0 + kPrefetchNearBytes, row_bytes, kLanes),
+                  far = stream_offset(byte0 + kPrefetchFarBytes, row_bytes, kLanes);
     __m512i a[kLanes];
     if constexpr (kInt4) {  // lane j: word j of the chunk; its low nibbles meet dword 2j of the permuted codes
       const __m512i x0 = _mm512_maskz_loadu_epi8(byte_mask(x.kp - col), xc + col);
