@@ -6,7 +6,8 @@
 //   moe_cost.cpp     --cost-curve on MoE models: weight bytes read per forward (experts chosen), GB/s, speedup ceiling
 //   mla_forms.cpp    --mla-forms: one MLA layer's absorbed vs naive form for M rows after a context (CPU time)
 //   peak.cpp         --peak: bandwidth and compute probes on 1 and all threads, the matmul kernels on one layer's
-//                    shapes against the compute peak (and oneDNN's, onednn_reference.cpp, when built with it)
+//                    shapes against the compute peak (and oneDNN's, onednn_reference.cpp, when built with it);
+//                    --kernel-curve: those matmuls alone over M, weights streamed from memory
 //   speculative.cpp  -d DRAFTER --prompts FILE, or --echo-pair: plain vs speculative over a prompt set
 //   synthetic.cpp    the random-weight models of real shapes they run on
 //   serve/           --serve: concurrent streaming clients against eaglet serve (links cpp-httplib: eaglet_server)
@@ -28,7 +29,7 @@ namespace eaglet::bench {
 
 struct BenchArgs {
   bool plain = false, json = false, cost_curve = false, peak = false, drafter_step = false, echo_pair = false;
-  bool mla_forms = false;
+  bool mla_forms = false, kernel_curve = false;
   float deviation = 0.0f;
   int draft_vocab = 32000;
   std::vector<int> batch_sizes = {1, 2, 4, 8, 16, 32, 64}, contexts = {512, 2048};
@@ -61,6 +62,7 @@ int run_cost_curve(const BenchArgs& a);
 int run_moe_cost_curve(const BenchArgs& a, Transformer& model, const std::string& dir);
 int run_speculative(const BenchArgs& a);
 int run_peak(const BenchArgs& a);
+int run_kernel_curve(const BenchArgs& a);
 int run_mla_forms(const BenchArgs& a);
 int run_serve(const BenchArgs& a);  // src/bench/serve/
 

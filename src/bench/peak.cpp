@@ -227,6 +227,48 @@ double kernel_peak_gflops(const ComputePeak& peak, DType dtype) {
   return peak.fp32_fma.gflops;
 }
 
+// --kernel-curve: the layer's matmuls alone, over 4 distinct copies of the layer so that the weights stream from
+// memory (past the last-level cache) as a forward's layers do; the M values round-robin within each round, the best
+// round kept. Timed by the calling thread's CPU time on one thread (other processes on a shared machine do not count),
+// by the wall clock on several.
+int run_kernel_curve(const BenchArgs& a) {
+  if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+  set_num_threads(a.bench_threads);
+  ThreadPool& pool = thread_pool();
+  const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
+  constexpr int kCopies = 4;
+  std::vector<LayerWeights> layers;
+  for (int i = 0; i < kCopies; ++i) layers.push_back(layer_weights(shape));
+  const int64_t params = layers[0].params(), max_m = *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end());
+  std::vector<float> x(static_cast<size_t>(max_m * std::max(shape.hidden, shape.intermediate)));
+  std::vector<float> y(static_cast<size_t>(max_m * 2 * shape.intermediate));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 97) - 48) * 1e-2f;
+  const bool cpu_time = pool.size() == 1;
+  std::vector<double> best(a.batch_sizes.size(), 1e30);
+  for (int r = 0; r < a.repeats + 1; ++r)  // the first round warms up
+    for (size_t i = 0; i < a.batch_sizes.size(); ++i) {
+      const double t0 = cpu_time ? thread_cpu_seconds() : 0.0;
+      Timer wall;
+      for (const LayerWeights& l : layers) eaglet_layer(l.matrices(), x.data(), a.batch_sizes[i], y, pool);
+      const double t = (cpu_time ? thread_cpu_seconds() - t0 : wall.seconds()) / kCopies;
+      if (r > 0) best[i] = std::min(best[i], t);
+    }
+  std::printf("matmuls of one %s layer (%.1f M bf16 parameters), %d copies (%.0f MB), %s kernels, %d thread(s), %s, "
+              "best of %d rounds:\n\n| M | ms per layer | GB/s of weights | GFLOP/s | T(M)/T(1) |\n|---|---|---|---|---|\n",
+              shape.name.c_str(), params / 1e6, kCopies, kCopies * 2.0 * static_cast<double>(params) / 1e6,
+              std::string(isa_name(active_isa())).c_str(), pool.size(), cpu_time ? "thread CPU time" : "wall clock",
+              a.repeats);
+  const auto one = std::find(a.batch_sizes.begin(), a.batch_sizes.end(), 1);
+  for (size_t i = 0; i < a.batch_sizes.size(); ++i) {
+    const double gb = 2.0 * static_cast<double>(params) / best[i] / 1e9;
+    const double gflops = 2.0 * static_cast<double>(params) * a.batch_sizes[i] / best[i] / 1e9;
+    std::printf("| %d | %.2f | %.1f | %.0f | ", a.batch_sizes[i], best[i] * 1e3, gb, gflops);
+    if (one != a.batch_sizes.end()) std::printf("%.2f |\n", best[i] / best[static_cast<size_t>(one - a.batch_sizes.begin())]);
+    else std::printf("- |\n");
+  }
+  return 0;
+}
+
 int run_peak(const BenchArgs& a) {
   if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
   set_num_threads(a.bench_threads);

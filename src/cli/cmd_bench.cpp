@@ -14,11 +14,14 @@ Command add_bench(CLI::App& app) {
   cmd->add_flag("--peak", a->peak,
                 "Bandwidth and compute peak (1 and all threads), and the matmul kernels on one layer of --shape against "
                 "that peak and oneDNN");
+  cmd->add_flag("--kernel-curve", a->kernel_curve,
+                "The matmuls of one layer of --shape alone for each --batch-sizes M, over 4 copies of the layer (weights "
+                "from memory): ms, GB/s, GFLOP/s, T(M)/T(1); thread CPU time with -t 1");
   cmd->add_flag("--cost-curve", a->cost_curve, "Time of one forward over M = 1..64 new tokens, as T(M)/T(1)");
   cmd->add_flag("--mla-forms", a->mla_forms,
                 "One MLA layer (Moonlight's shape) over M new rows after each --contexts: absorbed vs naive form, CPU "
                 "time on one thread");
-  cmd->add_option("--batch-sizes", a->batch_sizes, "M values for --cost-curve")
+  cmd->add_option("--batch-sizes", a->batch_sizes, "M values for --cost-curve and --kernel-curve")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--contexts", a->contexts, "Cached context lengths for --cost-curve")
@@ -84,9 +87,11 @@ Command add_bench(CLI::App& app) {
     if (a->cost_curve) return bench::run_cost_curve(*a);
     if (a->mla_forms) return bench::run_mla_forms(*a);
     if (a->peak) return bench::run_peak(*a);
+    if (a->kernel_curve) return bench::run_kernel_curve(*a);
     if (!a->spec.drafter.empty() || a->echo_pair) return bench::run_speculative(*a);
     if (!a->plain)
-      fail("bench: choose --plain, --peak, --cost-curve, --serve, or -d DRAFTER --prompts FILE for speculative decoding");
+      fail("bench: choose --plain, --peak, --kernel-curve, --cost-curve, --serve, or -d DRAFTER --prompts FILE for "
+           "speculative decoding");
     return bench::run_plain(*a);
   };
 }

@@ -202,6 +202,18 @@ TEST(CliBench, PeakProbesAndLayerMatmuls) {
   EXPECT_THAT(r.out, testing::AnyOf(HasSubstr("a reference only"), HasSubstr("oneDNN reference: not built in")));
 }
 
+TEST(CliBench, KernelCurveTimesEachBatchSize) {
+  const auto r = run_command(eaglet("bench --kernel-curve --batch-sizes 1,3 --repeats 1 -t 1"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("4 copies"));
+  EXPECT_THAT(r.out, HasSubstr("1 thread(s), thread CPU time"));
+  EXPECT_THAT(r.out, testing::ContainsRegex("\\| 1 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9]+ \\| 1\\.00 \\|"));
+  EXPECT_THAT(r.out, testing::ContainsRegex("\\| 3 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9]+ \\| [0-9.]+ \\|"));
+  const auto bad = run_command(eaglet("bench --kernel-curve --shape moe-tiny"));
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("--shape: expected 1b or 8b"));
+}
+
 TEST(CliSpeculative, ZeroAcceptanceIsLoud) {
   const auto r = run_command(eaglet("generate -m " + drafter("targets/echo_fp32") + " -d " + drafter("random_echo") +
                                     " -n 60 -p 'def f(x): return x'"));
