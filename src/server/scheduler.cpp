@@ -38,16 +38,16 @@ void Scheduler::publish_load() {
 void Scheduler::admit(std::shared_ptr<Job> job, std::vector<std::unique_ptr<Sequence>>& sequences) {
   metrics_.queue_time(std::chrono::duration<double>(Clock::now() - job->arrival).count());
   if (job->cancelled()) {  // gone while queued: answered without touching the model
+    {
+      std::lock_guard lock(mutex_);  // before the finish is counted, so no scrape sees both (see retire)
+      std::erase(running_, job);
+      publish_load();
+    }
     JobResult result;
     result.finish_reason = "abort";
     result.prompt_tokens = static_cast<int64_t>(job->prompt.size());
     metrics_.request_finished(result.finish_reason, result.prompt_tokens, 0,
                               std::chrono::duration<double>(Clock::now() - job->arrival).count());
-    {
-      std::lock_guard lock(mutex_);
-      std::erase(running_, job);
-      publish_load();
-    }
     job->finish(std::move(result));
     return;
   }
@@ -59,14 +59,16 @@ void Scheduler::admit(std::shared_ptr<Job> job, std::vector<std::unique_ptr<Sequ
 }
 
 void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
-  JobResult result = engine_.finish(*sequence, metrics_);
   const std::shared_ptr<Job> job = sequence->job;
-  sequence.reset();  // its caches are freed before the client hears the end
   {
-    std::lock_guard lock(mutex_);  // the load is published before the client hears the end
+    // The load is published before the finish is counted (engine_.finish): a /metrics scrape in between saw the
+    // request both finished and running (ServerLoad.DisconnectedClientFreesItsSequenceAtOnce, now and then).
+    std::lock_guard lock(mutex_);
     std::erase(running_, job);
     publish_load();
   }
+  JobResult result = engine_.finish(*sequence, metrics_);
+  sequence.reset();  // its caches are freed before the client hears the end
   job->finish(std::move(result));
 }
 

@@ -246,8 +246,15 @@ TEST_F(SpeculativeServer, TokenizeDetokenizeModelsHealthMetrics) {
   EXPECT_EQ(m.json["data"][0]["id"], echo_target());
   EXPECT_EQ(m.json["data"][0]["max_model_len"], 512);
 
+  // The fixture's server is shared by the suite: its counters include the other tests' requests (whose last rounds
+  // may be cut short by max_tokens), so the round counts are compared as differences across this request.
+  const std::string before = get(*server_, "/metrics").body;
   ASSERT_EQ(post_json(*server_, "/v1/completions", completion_request(kPrompt, 18).dump()).status, 200);  // 3 rounds
   const std::string metrics = get(*server_, "/metrics").body;
+  const auto delta = [&](const std::string& name) {  // a labelled series appears with its first sample
+    EXPECT_GE(test::metric(metrics, name), 0) << name << " missing";
+    return test::metric(metrics, name) - std::max(0.0, test::metric(before, name));
+  };
   EXPECT_GE(test::metric(metrics, "eaglet:http_requests_total{status=\"200\"}"), 1);
   EXPECT_GE(test::metric(metrics, "eaglet:request_success_total{finished_reason=\"length\"}"), 1);
   EXPECT_GE(test::metric(metrics, "eaglet:generation_tokens_total"), 18);
@@ -256,16 +263,19 @@ TEST_F(SpeculativeServer, TokenizeDetokenizeModelsHealthMetrics) {
   EXPECT_GE(test::metric(metrics, "eaglet:inter_token_latency_seconds_count"), 15);
   EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 0);
   EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_waiting"), 0);
-  const double drafted = test::metric(metrics, "eaglet:spec_decode_num_draft_tokens_total");
-  const double rounds = test::metric(metrics, "eaglet:spec_decode_num_drafts_total");
+  const double drafted = delta("eaglet:spec_decode_num_draft_tokens_total");
+  const double rounds = delta("eaglet:spec_decode_num_drafts_total");
   EXPECT_GT(rounds, 0);
   EXPECT_EQ(drafted, 7 * rounds);
-  EXPECT_EQ(test::metric(metrics, "eaglet:spec_decode_num_accepted_tokens_total"), 5 * rounds);
-  EXPECT_EQ(test::metric(metrics, "eaglet:spec_decode_num_accepted_tokens_per_pos_total{position=\"4\"}"), rounds);
-  EXPECT_GT(test::metric(metrics, "eaglet:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}"), 0);
-  EXPECT_GT(test::metric(metrics, "eaglet:spec_decode_accept_length_count"), 0);
-  EXPECT_EQ(test::metric(metrics, "eaglet:spec_decode_accept_length_bucket{le=\"5\"}"), 0);
-  EXPECT_EQ(test::metric(metrics, "eaglet:spec_accept_length"), 6);
+  EXPECT_EQ(delta("eaglet:spec_decode_num_accepted_tokens_total"), 5 * rounds);
+  EXPECT_EQ(delta("eaglet:spec_decode_num_accepted_tokens_per_pos_total{position=\"4\"}"), rounds);
+  EXPECT_GT(delta("eaglet:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}"), 0);
+  EXPECT_EQ(delta("eaglet:spec_decode_accept_length_count"), rounds);
+  EXPECT_EQ(delta("eaglet:spec_decode_accept_length_bucket{le=\"5\"}"), 0);
+  // The gauge is the mean since start: (accepted + rounds) / rounds over the server's life.
+  const double all_rounds = test::metric(metrics, "eaglet:spec_decode_num_drafts_total");
+  EXPECT_NEAR(test::metric(metrics, "eaglet:spec_accept_length"),
+              (test::metric(metrics, "eaglet:spec_decode_num_accepted_tokens_total") + all_rounds) / all_rounds, 1e-6);
 }
 
 TEST_F(SpeculativeServer, BadRequestsGetOpenAiErrors) {
