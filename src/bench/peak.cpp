@@ -1,6 +1,7 @@
 // eaglet bench --peak: what the machine can do (memory bandwidth and compute peak, on one thread and on all) and how
 // close the matmul kernels come, over the weight matrices of one layer of --shape, beside oneDNN's bf16 matmul.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "bench/onednn_reference.h"
 #include "bench/synthetic.h"
 #include "kernels/bandwidth.h"
+#include "kernels/bf16_panels.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
 #include "kernels/quantized.h"
@@ -45,10 +47,12 @@ struct LayerMatrices {
   WeightMatrix q, k, v, o, gate, up, down;
 };
 
-// One transformer layer's matrices, bf16 with random values; q/k/v and gate/up contiguous, as matmul_group reads them.
+// One transformer layer's matrices, bf16 with random values; q/k/v and gate/up contiguous, as matmul_group reads them;
+// in panels where the engine would use them (kernels/bf16_panels.h).
 struct LayerWeights {
   std::vector<uint16_t> qkv, o, gate_up, down;
   WeightMatrix q, k, v, o_m, gate, up, down_m;
+  PanelStore panels;
   LayerMatrices matrices() const { return {q, k, v, o_m, gate, up, down_m}; }
   std::vector<WeightMatrix> fused() const {  // the same bytes as 4 matrices, for oneDNN
     return {{qkv.data(), DType::BF16, q.rows + k.rows + v.rows, q.cols}, o_m,
@@ -79,6 +83,7 @@ LayerWeights layer_weights(const SyntheticShape& s) {
   w.gate = {w.gate_up.data(), DType::BF16, I, H};
   w.up = {w.gate_up.data() + I * H, DType::BF16, I, H};
   w.down_m = {w.down.data(), DType::BF16, H, I};
+  w.panels.pack(std::array{&w.q, &w.k, &w.v, &w.o_m, &w.gate, &w.up, &w.down_m});
   return w;
 }
 

@@ -1,6 +1,8 @@
 #include "drafter/eagle3_drafter.h"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include "kernels/ops.h"
@@ -66,6 +68,9 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
   const LoadedTensors tensors =
       load_tensors(d->checkpoint_, list, std::string("EAGLE-3 drafter (") + layout_name(c.layout) + ")");
   d->bind_weights(target, tensors, layer0);
+  std::vector<WeightMatrix*> matrices = {&d->fc_, &d->lm_head_};  // a head shared with the target has its panels
+  for (BlockWeights& b : d->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));
+  d->panels_.pack(matrices);
   d->inv_freq_ = c.rope.inv_freq(c.head_dim);
   return d;
 }

@@ -104,18 +104,20 @@ void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t
 
 void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, int64_t M, ThreadPool& pool) {
   // Output rows per work item (each thread streams a contiguous part of W): a multiple of every tile height of the
-  // kernels (4, 6, 8), so tiles split only at a matrix's end (bf16's 5 x 5 tile for M = 5 also at a thread's).
-  constexpr int64_t kBlock = 24;
+  // kernels (4, 6, 8), so tiles split only at a matrix's end (bf16's 5 x 5 tile for M = 5 also at a thread's);
+  // panels (kernels/bf16_panels.h) in items of three, the tile of up to 8 rows.
+  constexpr int64_t kBlock = 24, kPanelBlock = 48;
   // Work items over the concatenated rows of all outputs; bf16 weights on the BF16 path share one bf16 copy of x.
   // Quantized integer formats share one quantization of x (kernels/quantized.h).
   thread_local std::vector<int64_t> first_block;  // kept between calls: no allocation per matmul
   first_block.clear();
   int64_t blocks = 0, cols = -1;
   const bool bf16_isa = active_isa() == Isa::Avx512Bf16;
+  const auto rows_per_block = [&](const WeightMatrix& w) { return bf16_isa && w.panels != nullptr ? kPanelBlock : kBlock; };
   bool bf16_path = bf16_isa, integer_weights = false, fp8_weights = false;
   for (const MatmulOutput& o : outputs) {
     first_block.push_back(blocks);
-    blocks += (o.w.rows + kBlock - 1) / kBlock;
+    blocks += (o.w.rows + rows_per_block(o.w) - 1) / rows_per_block(o.w);
     if (cols >= 0 && cols != o.w.cols) fail("matmul_group: outputs must share the input width");
     cols = o.w.cols;
     bf16_path = bf16_path && ((o.w.dtype == DType::BF16 && !o.w.quantized()) || o.w.format == WeightFormat::Fp8Block);
@@ -142,7 +144,7 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
       const int64_t hi = std::min<int64_t>(static_cast<int64_t>(b1), i + 1 < count ? first[i + 1] : blocks);
       if (lo >= hi) continue;
       const MatmulOutput& o = outs[i];
-      const int64_t n0 = (lo - first[i]) * kBlock, n1 = std::min((hi - first[i]) * kBlock, o.w.rows);
+      const int64_t rows = rows_per_block(o.w), n0 = (lo - first[i]) * rows, n1 = std::min((hi - first[i]) * rows, o.w.rows);
       switch (o.w.format) {
         case WeightFormat::Int8Channel:
         case WeightFormat::Int4Group: detail::matmul_rows_int(o.y, *xqp, o.w, n0, n1); break;
@@ -151,7 +153,8 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
           else detail::matmul_rows_fp8_portable(o.y, x, cols, M, o.w, n0, n1);
           break;
         case WeightFormat::Dense:
-          if (bf16_path && o.w.dtype == DType::BF16) detail::matmul_rows_avx512bf16(o.y, xbp, kp, M, o.w, n0, n1);
+          if (bf16_path && o.w.panels != nullptr) detail::matmul_rows_avx512bf16_panels(o.y, xbp, kp, M, o.w, n0, n1);
+          else if (bf16_path && o.w.dtype == DType::BF16) detail::matmul_rows_avx512bf16(o.y, xbp, kp, M, o.w, n0, n1);
           else rows_function(o.w)(o.y, x, cols, M, o.w, n0, n1);
       }
     }

@@ -31,6 +31,8 @@ struct WeightMatrix {
   const void* scales = nullptr;  // quantized formats: row-major scales (see WeightFormat)
   DType scale_dtype = DType::F32;
   int64_t group = 0;  // Int4Group: columns per scale; Fp8Block: the block edge (128)
+  const uint16_t* panels = nullptr;  // BF16, optional: the same weights in panels (kernels/bf16_panels.h), which the
+                                     // AVX-512 BF16 path reads instead of `data`; owned by the model (PanelStore)
   int64_t row_stride() const { return stride > 0 ? stride : cols; }
   bool quantized() const { return format != WeightFormat::Dense; }
   int64_t scale_cols() const;  // scales per row (Int8Channel 1, Int4Group cols / group, Fp8Block ceil(cols / group))
@@ -80,6 +82,9 @@ void matmul_rows_scalar(float* y, const float* x, int64_t ldx, int64_t M, const 
 // BF16 weights with bf16-rounded activations xb [M, kp] (kp = K rounded up to 32, zero padded).
 void matmul_rows_avx512bf16(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
                             int64_t n1);
+// The same over w.panels (n0 a multiple of 16).
+void matmul_rows_avx512bf16_panels(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w,
+                                   int64_t n0, int64_t n1);
 // Fp8Block weights, the same way (bf16 codes widened in registers, one sum per block, scaled).
 void matmul_rows_avx512bf16_fp8(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
                                 int64_t n1);

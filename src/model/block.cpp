@@ -55,6 +55,14 @@ std::vector<float> to_f32(const TensorView* t) {
 }
 
 
+std::vector<WeightMatrix*> BlockWeights::projections() {
+  std::vector<WeightMatrix*> out;
+  for (Linear* l : {&q, &k, &v, &o, &gate, &up, &down, &mla.q_a, &mla.q_b, &mla.kv_a}) out.push_back(&l->w);
+  for (Expert* e : {&moe.shared}) out.insert(out.end(), {&e->gate.w, &e->up.w, &e->down.w});
+  for (Expert& e : moe.experts) out.insert(out.end(), {&e.gate.w, &e.up.w, &e.down.w});
+  return out;
+}
+
 BlockWeights BlockWeights::bind(const BlockSpec& b, const std::string& p, const LoadedTensors& t) {
   auto linear = [&](const std::string& name, bool bias) {
     return Linear{t.matrix(p + name + ".weight"), bias ? to_f32(&t.get(p + name + ".bias")) : std::vector<float>{}};

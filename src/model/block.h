@@ -125,6 +125,8 @@ struct BlockWeights {
 
   // Views (matrices) and copies (norms, biases) of the tensors block_tensors(spec, prefix) listed.
   static BlockWeights bind(const BlockSpec& spec, const std::string& prefix, const LoadedTensors& tensors);
+  // The projections run through matmul() (present or not; not MLA's kv_b, viewed per head, nor the fp32 router).
+  std::vector<WeightMatrix*> projections();
 };
 
 // RoPE angles for a batch: cos/sin [M, head_dim / 2] from the positions and the inverse frequencies.

@@ -3,6 +3,7 @@
 #include "model/architecture.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -22,6 +23,9 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& model_dir, con
   const TensorList list = architecture_for(c.model_type, c.file).tensors(c);
   t->bind_weights(
       load_tensors(t->checkpoint_, list, c.model_type + " model " + c.dir, options.allow_unused_tensors, c.quant));
+  std::vector<WeightMatrix*> matrices = {&t->lm_head_};
+  for (BlockWeights& b : t->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));
+  t->panels_.pack(matrices);
   t->inv_freq_ = c.rope.inv_freq(c.head_dim);
   return t;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "kernels/bf16_panels.h"
 #include "kernels/matmul.h"
 #include "model/block.h"
 #include "model/config.h"
@@ -98,6 +99,7 @@ class Transformer {
   std::vector<BlockWeights> blocks_;
   std::vector<float> final_norm_;
   WeightMatrix lm_head_;
+  PanelStore panels_;  // the bf16 projections re-laid out for the AVX-512 BF16 kernel, where it is active
   std::vector<float> inv_freq_;
   std::vector<int> aux_layers_;
   MlaFormPolicy mla_form_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "isa_test.h"
+#include "kernels/bf16_panels.h"
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "util/thread_pool.h"
@@ -37,6 +38,16 @@ Weights random_weights(DType t, int64_t n, int64_t k, std::mt19937& rng) {
   return w;
 }
 
+// The matrix as given and, where the active path reads bf16 panels (kernels/bf16_panels.h), the same in panels.
+std::vector<WeightMatrix> layouts(WeightMatrix m, PanelStore& store) {
+  std::vector<WeightMatrix> out = {m};
+  store.pack(m);
+  if (m.panels != nullptr) out.push_back(m);
+  return out;
+}
+
+std::string layout_name(const WeightMatrix& m) { return m.panels ? " (panels)" : " (rows)"; }
+
 class MatmulTest : public ::testing::TestWithParam<std::tuple<Isa, DType>> {
  protected:
   void TearDown() override { set_active_isa(Isa::Avx512Bf16); }  // clamped to the best this CPU has
@@ -48,27 +59,31 @@ TEST_P(MatmulTest, MatchesReference) {
   if (active_isa() != isa) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
   std::mt19937 rng(1234);
   ThreadPool pool(2);
-  for (int64_t M : {1, 2, 3, 4, 5, 8, 9, 17, 33, 64}) {
-    for (auto [N, K] : {std::pair<int64_t, int64_t>{1, 16}, {7, 33}, {16, 64}, {37, 100}, {64, 257}}) {
+  for (int64_t M : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 17, 33, 64}) {
+    for (auto [N, K] : {std::pair<int64_t, int64_t>{1, 16}, {7, 33}, {16, 64}, {37, 100}, {64, 257}, {200, 31}}) {
       Weights w = random_weights(dtype, N, K, rng);
       std::vector<float> x(static_cast<size_t>(M * K));
       std::normal_distribution<float> dist(0.0f, 1.0f);
       for (float& v : x) v = dist(rng);
-      std::vector<float> got(static_cast<size_t>(M * N), NAN), want(static_cast<size_t>(M * N));
-      matmul(got.data(), x.data(), M, w.matrix(dtype, N, K), pool);
-      // The bf16 dot-product path rounds activations to bf16 first; the reference gets the same inputs.
-      std::vector<float> x_ref = x;
-      if (isa == Isa::Avx512Bf16 && dtype == DType::BF16)
-        for (float& v : x_ref) v = bf16_to_f32(f32_to_bf16(v));
-      matmul_reference(want.data(), x_ref.data(), M, w.matrix(dtype, N, K));
-      for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], 1e-4f * std::sqrt(static_cast<float>(K)) * (1.0f + std::fabs(want[i])))
-            << "M=" << M << " N=" << N << " K=" << K << " at " << i;
-      // Every row is computed exactly as if it were alone: verifying a batch equals decoding token by token.
-      std::vector<float> single(static_cast<size_t>(N));
-      for (int64_t m = 0; m < M; ++m) {
-        matmul(single.data(), x.data() + m * K, 1, w.matrix(dtype, N, K), pool);
-        for (int64_t n = 0; n < N; ++n) ASSERT_EQ(single[static_cast<size_t>(n)], got[static_cast<size_t>(m * N + n)]);
+      PanelStore store;
+      for (const WeightMatrix& m : layouts(w.matrix(dtype, N, K), store)) {
+        std::vector<float> got(static_cast<size_t>(M * N), NAN), want(static_cast<size_t>(M * N));
+        matmul(got.data(), x.data(), M, m, pool);
+        // The bf16 dot-product path rounds activations to bf16 first; the reference gets the same inputs.
+        std::vector<float> x_ref = x;
+        if (isa == Isa::Avx512Bf16 && dtype == DType::BF16)
+          for (float& v : x_ref) v = bf16_to_f32(f32_to_bf16(v));
+        matmul_reference(want.data(), x_ref.data(), M, w.matrix(dtype, N, K));
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_NEAR(got[i], want[i], 1e-4f * std::sqrt(static_cast<float>(K)) * (1.0f + std::fabs(want[i])))
+              << "M=" << M << " N=" << N << " K=" << K << " at " << i << layout_name(m);
+        // Every row is computed exactly as if it were alone: verifying a batch equals decoding token by token.
+        std::vector<float> single(static_cast<size_t>(N));
+        for (int64_t r = 0; r < M; ++r) {
+          matmul(single.data(), x.data() + r * K, 1, m, pool);
+          for (int64_t n = 0; n < N; ++n)
+            ASSERT_EQ(single[static_cast<size_t>(n)], got[static_cast<size_t>(r * N + n)]) << layout_name(m);
+        }
       }
     }
   }
@@ -90,31 +105,35 @@ TEST_P(MatmulTest, RowResultIndependentOfBatchSizePositionAndThreads) {
   set_active_isa(isa);
   if (active_isa() != isa) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
   std::mt19937 rng(5);
-  const int64_t N = 53, K = 100, kRows = 64;  // tails along N (tiles of 4, 6, 8 rows) and along K (32 lanes)
+  // Tails along N (tiles of 4, 6, 8 rows; panels of 16, tiles of up to 8 panels) and along K (32 lanes, pairs).
+  const int64_t N = 245, K = 101, kRows = 64;
   const Weights w = random_weights(dtype, N, K, rng);
-  const WeightMatrix m = w.matrix(dtype, N, K);
-  std::vector<float> x(static_cast<size_t>(kRows * K));
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (float& v : x) v = dist(rng);
-  ThreadPool one(1), two(2);
-  std::vector<float> alone(static_cast<size_t>(kRows * N));
-  for (int64_t r = 0; r < kRows; ++r) matmul(alone.data() + r * N, x.data() + r * K, 1, m, one);
-  std::vector<int64_t> order(static_cast<size_t>(kRows));
-  for (int64_t r = 0; r < kRows; ++r) order[static_cast<size_t>(r)] = r;
-  std::shuffle(order.begin(), order.end(), rng);
-  std::vector<float> permuted(x.size()), y(static_cast<size_t>(kRows * N));
-  for (int64_t r = 0; r < kRows; ++r)
-    std::copy_n(x.data() + order[static_cast<size_t>(r)] * K, K, permuted.data() + r * K);
-  for (int64_t M = 1; M <= kRows; ++M)
-    for (ThreadPool* pool : {&one, &two})
-      for (bool shuffled : {false, true}) {
-        matmul(y.data(), shuffled ? permuted.data() : x.data(), M, m, *pool);
-        for (int64_t r = 0; r < M; ++r) {
-          const int64_t source = shuffled ? order[static_cast<size_t>(r)] : r;
-          ASSERT_EQ(0, std::memcmp(y.data() + r * N, alone.data() + source * N, static_cast<size_t>(N) * sizeof(float)))
-              << "M=" << M << " row " << r << " (input row " << source << "), " << pool->size() << " thread(s)";
+  PanelStore store;
+  for (const WeightMatrix& m : layouts(w.matrix(dtype, N, K), store)) {
+    std::vector<float> x(static_cast<size_t>(kRows * K));
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (float& v : x) v = dist(rng);
+    ThreadPool one(1), two(2);
+    std::vector<float> alone(static_cast<size_t>(kRows * N));
+    for (int64_t r = 0; r < kRows; ++r) matmul(alone.data() + r * N, x.data() + r * K, 1, m, one);
+    std::vector<int64_t> order(static_cast<size_t>(kRows));
+    for (int64_t r = 0; r < kRows; ++r) order[static_cast<size_t>(r)] = r;
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<float> permuted(x.size()), y(static_cast<size_t>(kRows * N));
+    for (int64_t r = 0; r < kRows; ++r)
+      std::copy_n(x.data() + order[static_cast<size_t>(r)] * K, K, permuted.data() + r * K);
+    for (int64_t M = 1; M <= kRows; ++M)
+      for (ThreadPool* pool : {&one, &two})
+        for (bool shuffled : {false, true}) {
+          matmul(y.data(), shuffled ? permuted.data() : x.data(), M, m, *pool);
+          for (int64_t r = 0; r < M; ++r) {
+            const int64_t source = shuffled ? order[static_cast<size_t>(r)] : r;
+            ASSERT_EQ(0, std::memcmp(y.data() + r * N, alone.data() + source * N, static_cast<size_t>(N) * sizeof(float)))
+                << "M=" << M << " row " << r << " (input row " << source << "), " << pool->size() << " thread(s)"
+                << layout_name(m);
+          }
         }
-      }
+  }
 }
 
 // The AVX-512 BF16 kernel sums an output's 16 lanes by one tree (lanes l and l + 8, then l + 4, l + 2, l + 1), in

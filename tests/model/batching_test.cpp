@@ -153,6 +153,13 @@ TEST_P(BatchingBitwise, VerifyBatchEqualsTokenByTokenExactly) {
   test::expect_chain_equals_token_by_token(*model, ids, 6, std::string(isa_name(GetParam())));
 }
 
+// The bf16 projections and head are read from panels (kernels/bf16_panels.h) on the AVX-512 BF16 path, which the
+// bitwise tests here then cover, and from the checkpoint's rows on every other path (no copy made there).
+TEST_P(BatchingBitwise, Bf16WeightsGetPanelsOnlyOnTheBf16Path) {
+  auto model = Transformer::load(test::shared_dir() + "/models/pycode-llama-19m");
+  EXPECT_EQ(model->lm_head().panels != nullptr, GetParam() == Isa::Avx512Bf16);
+}
+
 // The same for a tree: each node's logits equal, bit for bit, those of decoding its path token by token after the
 // context (long enough that part of every sum is read in place from the cache and part from the gathered tail).
 TEST_P(BatchingBitwise, TreeNodesEqualDecodingTheirPathExactly) {

@@ -1,0 +1,144 @@
+// AVX-512 BF16 matmul over weights in panels (kernels/bf16_panels.h). A tile is MR activation rows x NP panels
+// (16 outputs each): per column pair, NP weight lines are loaded and each row's pair of bf16 activations is broadcast
+// once and multiplied into NP lines, so a weight line serves MR rows and an activation read 16 · NP outputs. Up to
+// 8 rows share a pass over the weights, so a verify batch of 8 reads them once, with its arithmetic under the reads.
+// Each output is one fp32 lane summed in column order in every tile: a row's result does not depend on the batch.
+// Everything shared with other translation units is included before the target switch (see matmul_avx512.cpp).
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "kernels/bf16_panels.h"
+#include "kernels/matmul.h"
+
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+namespace eaglet::detail {
+
+namespace {
+
+// Lines each panel's stream is fetched ahead of the pair being computed (2 KB). The hardware prefetchers stop at
+// every 4 KB page; 1 KB ahead was as fast at M = 1 and slower at M = 8.
+constexpr int64_t kPrefetchLines = 32;
+
+struct PanelArgs {
+  const uint16_t* xb;  // bf16 activations [M, kp]
+  int64_t kp;
+  const uint16_t* panels;  // the tile's first panel
+  int64_t panel_stride;    // elements from one panel to the next
+  int64_t pairs;           // lines per panel
+  const uint16_t* next;    // the first panel of the next tile of this thread's range, or null
+  int next_panels;
+  float* y;                // [M, N] at the tile's first row and output
+  int64_t N;
+  int64_t outputs;         // outputs of the tile to store (< 16 · NP only at the matrix's end)
+};
+
+// Always inlined: GCC 12 judges a function whose only effect is prefetching to have none, and drops the calls.
+template <int NP>
+[[gnu::always_inline]] inline void prefetch_ahead(const PanelArgs& a, int64_t k2) {
+  const int64_t at = k2 + kPrefetchLines;
+  if (at < a.pairs) {
+#pragma GCC unroll 8
+    for (int j = 0; j < NP; ++j) _mm_prefetch(reinterpret_cast<const char*>(a.panels + j * a.panel_stride + at * 32), _MM_HINT_T0);
+  } else if (a.next != nullptr) {  // past the panels' end: the same lines of the next tile's panels
+    for (int j = 0; j < std::min(NP, a.next_panels); ++j)
+      _mm_prefetch(reinterpret_cast<const char*>(a.next + j * a.panel_stride + (at - a.pairs) * 32), _MM_HINT_T0);
+  }
+}
+
+template <int MR, int NP>
+void tile(const PanelArgs& a) {
+  __m512 acc[MR][NP];
+#pragma GCC unroll 32
+  for (int t = 0; t < MR * NP; ++t) acc[t / NP][t % NP] = _mm512_setzero_ps();
+  for (int64_t k2 = 0; k2 < a.pairs; ++k2) {
+    prefetch_ahead<NP>(a, k2);
+    __m512bh w[NP];
+#pragma GCC unroll 8
+    for (int j = 0; j < NP; ++j) w[j] = (__m512bh)_mm512_loadu_si512(a.panels + j * a.panel_stride + k2 * 32);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      int32_t pair;
+      std::memcpy(&pair, a.xb + i * a.kp + 2 * k2, sizeof pair);
+      const __m512bh x = (__m512bh)_mm512_set1_epi32(pair);
+#pragma GCC unroll 8
+      for (int j = 0; j < NP; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], x, w[j]);
+    }
+  }
+  if (a.outputs == 16 * NP) {
+#pragma GCC unroll 32
+    for (int t = 0; t < MR * NP; ++t) _mm512_storeu_ps(a.y + (t / NP) * a.N + 16 * (t % NP), acc[t / NP][t % NP]);
+    return;
+  }
+  for (int j = 0; j < NP && 16 * j < a.outputs; ++j) {  // the matrix's last outputs
+    const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, a.outputs - 16 * j)) - 1);
+    for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(a.y + i * a.N + 16 * j, mask, acc[i][j]);
+  }
+}
+
+// Panels per tile for MR rows: MR x NP accumulators and NP weight lines in 32 registers (the broadcast takes one).
+constexpr int kMaxRows = 8;
+constexpr int kPanels[kMaxRows + 1] = {0, 6, 8, 6, 5, 4, 4, 3, 3};
+
+using TileFn = void (*)(const PanelArgs&);
+
+template <int MR, int... NPs>
+constexpr TileFn tile_for(int np, std::integer_sequence<int, NPs...>) {
+  TileFn fn = nullptr;
+  ((fn = np == NPs + 1 ? &tile<MR, NPs + 1> : fn), ...);
+  return fn;
+}
+
+template <int MR>
+TileFn tile_for(int np) {
+  return tile_for<MR>(np, std::make_integer_sequence<int, kPanels[MR]>{});
+}
+
+TileFn tile_function(int mr, int np) {
+  switch (mr) {
+    case 1: return tile_for<1>(np);
+    case 2: return tile_for<2>(np);
+    case 3: return tile_for<3>(np);
+    case 4: return tile_for<4>(np);
+    case 5: return tile_for<5>(np);
+    case 6: return tile_for<6>(np);
+    case 7: return tile_for<7>(np);
+    default: return tile_for<8>(np);
+  }
+}
+
+}  // namespace
+
+void matmul_rows_avx512bf16_panels(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w,
+                                   int64_t n0, int64_t n1) {
+  // M in groups of at most 8 rows, as even as possible (12 = 6 + 6); every group of a tile runs over the same panels,
+  // the first from memory, the later ones from L2 (a tile's panels are 3 x 64 KB for 2048 columns).
+  const int64_t groups = (M + kMaxRows - 1) / kMaxRows;
+  const int mr_small = static_cast<int>(M / groups), big_groups = static_cast<int>(M % groups);
+  const int np_max = kPanels[big_groups > 0 ? mr_small + 1 : mr_small];
+  const int64_t stride = panel_elements(w.cols), p0 = n0 / kPanelRows, p1 = panel_count(n1);
+  for (int64_t p = p0; p < p1; p += np_max) {
+    const int np = static_cast<int>(std::min<int64_t>(np_max, p1 - p));
+    PanelArgs a{xb, kp, w.panels + p * stride, stride, stride / 32, nullptr, 0, nullptr, w.rows, 0};
+    if (p + np < p1) {
+      a.next = w.panels + (p + np) * stride;
+      a.next_panels = static_cast<int>(std::min<int64_t>(np_max, p1 - p - np));
+    }
+    a.outputs = std::min<int64_t>(16 * np, n1 - p * kPanelRows);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t m = g * mr_small + std::min<int64_t>(g, big_groups);
+      const int mr = mr_small + (g < big_groups ? 1 : 0);
+      PanelArgs ga = a;
+      ga.xb = xb + m * kp;
+      ga.y = y + m * w.rows + p * kPanelRows;
+      tile_function(mr, np)(ga);
+    }
+  }
+}
+
+}  // namespace eaglet::detail
