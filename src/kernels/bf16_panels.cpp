@@ -2,7 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <new>
 
 #include "kernels/cpu_features.h"
@@ -18,35 +20,45 @@ bool panels_help(const WeightMatrix& w) {
 }
 
 void pack_panels(const WeightMatrix& w, uint16_t* out) {
-  const int64_t K = w.cols, pairs = (K + 1) / 2, ld = w.row_stride();
+  const int64_t K = w.cols, whole_pairs = K / 2, ld = w.row_stride();
   const auto* src = static_cast<const uint16_t*>(w.data);
   for (int64_t p = 0; p < panel_count(w.rows); ++p) {
-    const uint16_t* rows[kPanelRows];  // null: a padding row past the matrix's end
-    for (int64_t r = 0; r < kPanelRows; ++r)
-      rows[r] = p * kPanelRows + r < w.rows ? src + (p * kPanelRows + r) * ld : nullptr;
-    uint16_t* line = out + p * panel_elements(K);
-    for (int64_t k2 = 0; k2 < pairs; ++k2, line += 2 * kPanelRows)  // written in order, read along 16 rows
-      for (int64_t r = 0; r < kPanelRows; ++r) {
-        const bool whole = 2 * k2 + 1 < K;
-        line[2 * r] = rows[r] ? rows[r][2 * k2] : 0;
-        line[2 * r + 1] = rows[r] && whole ? rows[r][2 * k2 + 1] : 0;
-      }
+    uint16_t* panel = out + p * panel_elements(K);
+    const int64_t rows = std::min(kPanelRows, w.rows - p * kPanelRows);
+    if (rows < kPanelRows || K % 2 != 0)  // padding rows and the last column's partner read as 0
+      std::memset(panel, 0, static_cast<size_t>(panel_elements(K)) * sizeof(uint16_t));
+    for (int64_t r = 0; r < rows; ++r) {  // a row's pairs, 4 bytes each, go to lane r of consecutive lines
+      const uint16_t* row = src + (p * kPanelRows + r) * ld;
+      uint16_t* lane = panel + 2 * r;
+      for (int64_t k2 = 0; k2 < whole_pairs; ++k2) std::memcpy(lane + k2 * 2 * kPanelRows, row + 2 * k2, 4);
+      if (K % 2 != 0) lane[whole_pairs * 2 * kPanelRows] = row[K - 1];
+    }
   }
 }
 
 namespace {
-// The kernel may reclaim the rows' pages first: the forward reads the panels now (a model twice its size in memory
-// would otherwise push out what is in use). A hint only: the rows stay readable (embeddings, export), at worst
-// from the file again.
-void release_hint(const WeightMatrix& w) {
+#ifdef MADV_POPULATE_READ
+constexpr int kPopulateRead = MADV_POPULATE_READ;
+#else
+constexpr int kPopulateRead = -1;
+#endif
 #ifdef MADV_COLD
+constexpr int kCold = MADV_COLD;
+#else
+constexpr int kCold = -1;
+#endif
+
+// Hints about the pages of w's rows (whole pages inside them; a failure changes nothing). Before packing,
+// kPopulateRead maps them in one call instead of a fault per 4 KB page (faults are slow on virtual machines). After,
+// kCold lets the kernel reclaim them first: the forward reads the panels (a model
+// twice its size in memory would push out what is in use); the rows stay readable (embeddings, export), at worst from
+// the file again.
+void advise_rows(const WeightMatrix& w, int advice) {
+  if (advice < 0) return;
   const uintptr_t page = 4096, begin = reinterpret_cast<uintptr_t>(w.data);
   const uintptr_t end = begin + static_cast<uintptr_t>(((w.rows - 1) * w.row_stride() + w.cols) * 2);
   const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
-  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_COLD);
-#else
-  (void)w;
-#endif
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, advice);
 }
 }  // namespace
 
@@ -71,10 +83,11 @@ void PanelStore::pack(std::span<WeightMatrix* const> matrices) {
   madvise(at, total, MADV_HUGEPAGE);
   for (WeightMatrix* w : matrices)
     if (panels_help(*w) && w->panels == nullptr) {
+      advise_rows(*w, kPopulateRead);
       pack_panels(*w, reinterpret_cast<uint16_t*>(at));
       w->panels = reinterpret_cast<const uint16_t*>(at);
       at += panel_bytes(*w);
-      release_hint(*w);
+      advise_rows(*w, kCold);
     }
   bytes_ += static_cast<int64_t>(total);
 }
