@@ -118,6 +118,23 @@ QuantizedLayer quantized_layer(const LayerMatrices& dense, WeightFormat format, 
   return l;
 }
 
+// Activations for up to max_m rows of any of the layer's inputs, and room for its widest outputs (gate and up).
+struct LayerBuffers {
+  std::vector<float> x, y;
+  LayerBuffers(const SyntheticShape& s, int64_t max_m)
+      : x(static_cast<size_t>(max_m * std::max(s.hidden, s.intermediate))), y(static_cast<size_t>(max_m * 2 * s.intermediate)) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 97) - 48) * 1e-2f;
+  }
+};
+
+// --peak and --kernel-curve time one dense layer; another --shape is a usage error (exit 2).
+bool dense_layer_shape(const BenchArgs& a, const char* mode) {
+  if (a.shape == "1b" || a.shape == "8b") return true;
+  std::fprintf(stderr, "eaglet bench %s: --shape: expected 1b or 8b (one dense layer), found '%s'\n", mode,
+               a.shape.c_str());
+  return false;
+}
+
 // The layer's matmuls as the model issues them (q/k/v and gate/up each in one pass of the pool).
 void eaglet_layer(const LayerMatrices& w, const float* x, int64_t M, std::vector<float>& y, ThreadPool& pool) {
   float* out = y.data();
@@ -169,10 +186,9 @@ void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
   const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
   const LayerWeights w = layer_weights(shape);
   const double peak = kernel_peak_gflops(probe.compute, DType::BF16);
-  const int64_t max_m = std::max(32, *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end()));
-  const int64_t max_k = std::max(shape.hidden, shape.intermediate);
-  std::vector<float> x(static_cast<size_t>(max_m * max_k)), y(static_cast<size_t>(max_m * 2 * shape.intermediate));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 97) - 48) * 1e-2f;
+  LayerBuffers buffers(shape, std::max(32, *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end())));
+  const std::vector<float>& x = buffers.x;
+  std::vector<float>& y = buffers.y;
   std::vector<uint16_t> xb(x.size());
   for (size_t i = 0; i < x.size(); ++i) xb[i] = f32_to_bf16(x[i]);
   std::printf("\nmatmuls of one %s layer (%.1f M bf16 parameters: q/k/v, o, gate/up, down), %s kernels, best of %d "
@@ -237,17 +253,17 @@ double kernel_peak_gflops(const ComputePeak& peak, DType dtype) {
 // round kept. Timed by the calling thread's CPU time on one thread (other processes on a shared machine do not count),
 // by the wall clock on several.
 int run_kernel_curve(const BenchArgs& a) {
-  if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+  if (!dense_layer_shape(a, "--kernel-curve")) return 2;
   set_num_threads(a.bench_threads);
   ThreadPool& pool = thread_pool();
   const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
   constexpr int kCopies = 4;
   std::vector<LayerWeights> layers;
   for (int i = 0; i < kCopies; ++i) layers.push_back(layer_weights(shape));
-  const int64_t params = layers[0].params(), max_m = *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end());
-  std::vector<float> x(static_cast<size_t>(max_m * std::max(shape.hidden, shape.intermediate)));
-  std::vector<float> y(static_cast<size_t>(max_m * 2 * shape.intermediate));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 97) - 48) * 1e-2f;
+  const int64_t params = layers[0].params();
+  LayerBuffers buffers(shape, *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end()));
+  const std::vector<float>& x = buffers.x;
+  std::vector<float>& y = buffers.y;
   const bool cpu_time = pool.size() == 1;
   std::vector<double> best(a.batch_sizes.size(), 1e30);
   for (int r = 0; r < a.repeats + 1; ++r)  // the first round warms up
@@ -275,7 +291,7 @@ int run_kernel_curve(const BenchArgs& a) {
 }
 
 int run_peak(const BenchArgs& a) {
-  if (a.shape != "1b" && a.shape != "8b") fail("--shape: expected 1b or 8b, found '", a.shape, "'");
+  if (!dense_layer_shape(a, "--peak")) return 2;
   set_num_threads(a.bench_threads);
   const int all = thread_pool().size();
   ThreadPool one(1);

@@ -209,9 +209,11 @@ TEST(CliBench, KernelCurveTimesEachBatchSize) {
   EXPECT_THAT(r.out, HasSubstr("1 thread(s), thread CPU time"));
   EXPECT_THAT(r.out, testing::ContainsRegex("\\| 1 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9]+ \\| 1\\.00 \\|"));
   EXPECT_THAT(r.out, testing::ContainsRegex("\\| 3 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9]+ \\| [0-9.]+ \\|"));
-  const auto bad = run_command(eaglet("bench --kernel-curve --shape moe-tiny"));
-  EXPECT_EQ(bad.exit_code, 1) << bad.err;
-  EXPECT_THAT(bad.err, HasSubstr("--shape: expected 1b or 8b"));
+  for (const char* mode : {"--kernel-curve", "--peak"}) {  // a usage error: exit 2, before any work
+    const auto bad = run_command(eaglet(std::string("bench ") + mode + " --shape moe-tiny"));
+    EXPECT_EQ(bad.exit_code, 2) << mode << ": " << bad.err;
+    EXPECT_THAT(bad.err, HasSubstr(std::string("eaglet bench ") + mode + ": --shape: expected 1b or 8b"));
+  }
 }
 
 TEST(CliSpeculative, ZeroAcceptanceIsLoud) {
