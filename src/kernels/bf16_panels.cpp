@@ -50,9 +50,8 @@ constexpr int kCold = -1;
 
 // Hints about the pages of w's rows (whole pages inside them; a failure changes nothing). Before packing,
 // kPopulateRead maps them in one call instead of a fault per 4 KB page (faults are slow on virtual machines). After,
-// kCold lets the kernel reclaim them first: the forward reads the panels (a model
-// twice its size in memory would push out what is in use); the rows stay readable (embeddings, export), at worst from
-// the file again.
+// kCold lets the kernel reclaim them first, as the forward reads the panels (a model twice its size in memory would
+// otherwise push out what is in use); the rows stay readable (embeddings, export), at worst from the file again.
 void advise_rows(const WeightMatrix& w, int advice) {
   if (advice < 0) return;
   const uintptr_t page = 4096, begin = reinterpret_cast<uintptr_t>(w.data);
@@ -89,7 +88,6 @@ void PanelStore::pack(std::span<WeightMatrix* const> matrices) {
       at += panel_bytes(*w);
       advise_rows(*w, kCold);
     }
-  bytes_ += static_cast<int64_t>(total);
 }
 
 }  // namespace eaglet

@@ -19,7 +19,7 @@ constexpr int64_t kPanelRows = 16;
 int64_t panel_count(int64_t rows);
 int64_t panel_elements(int64_t cols);  // uint16 elements of one panel (64-byte lines of 32)
 
-// Whether matmul() would use panels for w on this CPU (AVX-512 BF16 active, dense contiguous BF16).
+// Whether matmul() would use panels for w on this CPU (AVX-512 BF16 active, dense BF16).
 bool panels_help(const WeightMatrix& w);
 
 // out[panel_count(rows) · panel_elements(cols)] from w (dense BF16, any row stride).
@@ -32,7 +32,6 @@ class PanelStore {
  public:
   void pack(std::span<WeightMatrix* const> matrices);  // in one mapping (2 MB pages where the kernel has them)
   void pack(WeightMatrix& w) { pack(std::span<WeightMatrix* const>(std::array{&w})); }
-  int64_t bytes() const { return bytes_; }
 
  private:
   struct Unmap {
@@ -40,7 +39,6 @@ class PanelStore {
     void operator()(void* p) const;
   };
   std::vector<std::unique_ptr<void, Unmap>> mappings_;
-  int64_t bytes_ = 0;
 };
 
 }  // namespace eaglet

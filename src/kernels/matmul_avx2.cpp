@@ -7,6 +7,7 @@
 
 #include "kernels/dtype.h"
 #include "kernels/matmul.h"
+#include "kernels/prefetch-inl.h"
 
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>

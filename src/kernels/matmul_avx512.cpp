@@ -7,6 +7,7 @@
 
 #include "kernels/dtype.h"
 #include "kernels/matmul.h"
+#include "kernels/prefetch-inl.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 // GCC 12 reports its own _mm512_undefined_ps() idiom inside the intrinsics headers as uninitialised.

@@ -11,6 +11,7 @@
 
 #include "kernels/dtype.h"
 #include "kernels/matmul.h"
+#include "kernels/prefetch-inl.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -115,34 +116,16 @@ inline void store_sums(const __m512 (&acc)[MR][NR], float* y, int64_t N, int64_t
   for (int i = 0; i < MR; ++i) std::memcpy(y + (m + i) * N + n, sums + i * NR, NR * sizeof(float));
 }
 
-// Where the weights of the tile's rows continue: the rows of the next tile of this thread's range (nullptr: none).
-struct NextRows {
-  const std::byte* w = nullptr;
-  int rows = 0;
-};
-
 // Each pass over a tile's weights fetches every weight row `distance` columns ahead of the step it computes (into
-// L1), continuing into the same row of the next tile past the row's end, so that the memory reads of a tile overlap
-// its arithmetic and the next tile's first lines are on their way when it starts: the hardware prefetchers stop at
-// each 4 KB page, i.e. at every bf16 row of 2048 columns. (Only the first of several row groups' passes reads from
-// memory; the later ones measured faster fetching too, as they bring the next tile's first lines closer.)
+// L1), continuing into the same row of the next tile past the row's end (kernels/prefetch-inl.h), so that the memory
+// reads of a tile overlap its arithmetic and the next tile's first lines are on their way when it starts. (Only the
+// first of several row groups' passes reads from memory; the later ones measured faster fetching too, as they bring
+// the next tile's first lines closer.)
 struct Prefetch {
-  NextRows next;
+  const std::byte* next = nullptr;  // the rows of the next tile of this thread's range, or null
+  int next_rows = 0;
   int64_t distance = 0;  // columns; 0: none
 };
-
-// Always inlined: GCC 12 judges a function whose only effect is prefetching to have none, and drops the calls.
-template <int NR, int kBytes>
-[[gnu::always_inline]] inline void prefetch_lines(const std::byte* w0, size_t row_bytes, int64_t K, int64_t k, const Prefetch& pf) {
-  const int64_t at = k + pf.distance;
-  if (at < K) {
-#pragma GCC unroll 16
-    for (int j = 0; j < NR; ++j) _mm_prefetch(reinterpret_cast<const char*>(w0 + j * row_bytes + kBytes * at), _MM_HINT_T0);
-  } else if (pf.next.w) {
-    for (int j = 0; j < std::min(NR, pf.next.rows); ++j)
-      _mm_prefetch(reinterpret_cast<const char*>(pf.next.w + j * row_bytes + kBytes * (at - K)), _MM_HINT_T0);
-  }
-}
 
 // A tile is MR activation rows x NR weight rows: MR x NR accumulators, NR weight vectors and one activation vector in
 // registers, so each weight vector loaded serves MR rows and each activation vector NR outputs. vdpbf16ps has a long
@@ -153,11 +136,12 @@ void tile_bf16(const TileArgs& a, int64_t m, int64_t n, const Prefetch& pf) {
   const auto* w0 = static_cast<const std::byte*>(a.w->data) + static_cast<size_t>(n) * row_bytes;
   const uint16_t* xr = a.xb + m * a.kp;
   const int64_t K = a.K, full = K / 32 * 32;
+  const WeightStreams streams{w0, row_bytes, 2 * K, pf.next, pf.next_rows};
   __m512 acc[MR][NR];
 #pragma GCC unroll 32
   for (int t = 0; t < MR * NR; ++t) acc[t / NR][t % NR] = _mm512_setzero_ps();
   for (int64_t k = 0; k < full; k += 32) {
-    if (pf.distance > 0) prefetch_lines<NR, 2>(w0, row_bytes, K, k, pf);
+    if (pf.distance > 0) prefetch_streams<NR>(streams, 2 * (k + pf.distance));
     step<false, false>(acc, w0, row_bytes, xr, a.kp, k, 0);
   }
   if (full < K) step<false, true>(acc, w0, row_bytes, xr, a.kp, full, K - full);
@@ -173,6 +157,7 @@ void tile_fp8(const TileArgs& a, int64_t m, int64_t n, const Prefetch& pf) {
   const auto* w0 = static_cast<const std::byte*>(a.w->data) + static_cast<size_t>(n) * row_bytes;
   const uint16_t* xr = a.xb + m * a.kp;
   const int64_t K = a.K;
+  const WeightStreams streams{w0, row_bytes, K, pf.next, pf.next_rows};
   __m512 acc[MR][NR];
 #pragma GCC unroll 32
   for (int t = 0; t < MR * NR; ++t) acc[t / NR][t % NR] = _mm512_setzero_ps();
@@ -183,7 +168,7 @@ void tile_fp8(const TileArgs& a, int64_t m, int64_t n, const Prefetch& pf) {
 #pragma GCC unroll 32
     for (int t = 0; t < MR * NR; ++t) part[t / NR][t % NR] = _mm512_setzero_ps();
     for (int64_t k = k0; k < full; k += 32) {
-      if (pf.distance > 0 && k % 64 == 0) prefetch_lines<NR, 1>(w0, row_bytes, K, k, pf);  // a line per two steps
+      if (pf.distance > 0 && k % 64 == 0) prefetch_streams<NR>(streams, k + pf.distance);  // a line per two steps
       step<true, false>(part, w0, row_bytes, xr, a.kp, k, 0);
     }
     if (full < k1) step<true, true>(part, w0, row_bytes, xr, a.kp, full, k1 - full);
@@ -254,8 +239,10 @@ void rows(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatri
     const int nr = static_cast<int>(n1 - n < nr_max ? n1 - n : nr_max);
     Prefetch ahead;
     ahead.distance = kFp8 ? 2 * kPrefetchColumns : kPrefetchColumns;  // 1 KB of each row either way
-    if (n + nr < n1) ahead.next = {static_cast<const std::byte*>(w.data) + static_cast<size_t>(n + nr) * row_bytes,
-                                   static_cast<int>(std::min<int64_t>(nr_max, n1 - n - nr))};
+    if (n + nr < n1) {
+      ahead.next = static_cast<const std::byte*>(w.data) + static_cast<size_t>(n + nr) * row_bytes;
+      ahead.next_rows = static_cast<int>(std::min<int64_t>(nr_max, n1 - n - nr));
+    }
     // Every other tile takes the groups backwards, so the first group finds its activations still in L1.
     const bool backwards = (n - n0) / nr_max % 2 == 1;
     for (int64_t i = 0; i < groups; ++i) {

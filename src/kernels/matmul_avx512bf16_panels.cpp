@@ -12,6 +12,7 @@
 
 #include "kernels/bf16_panels.h"
 #include "kernels/matmul.h"
+#include "kernels/prefetch-inl.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -39,26 +40,15 @@ struct PanelArgs {
   int64_t outputs;         // outputs of the tile to store (< 16 · NP only at the matrix's end)
 };
 
-// Always inlined: GCC 12 judges a function whose only effect is prefetching to have none, and drops the calls.
-template <int NP>
-[[gnu::always_inline]] inline void prefetch_ahead(const PanelArgs& a, int64_t k2) {
-  const int64_t at = k2 + kPrefetchLines;
-  if (at < a.pairs) {
-#pragma GCC unroll 8
-    for (int j = 0; j < NP; ++j) _mm_prefetch(reinterpret_cast<const char*>(a.panels + j * a.panel_stride + at * 32), _MM_HINT_T0);
-  } else if (a.next != nullptr) {  // past the panels' end: the same lines of the next tile's panels
-    for (int j = 0; j < std::min(NP, a.next_panels); ++j)
-      _mm_prefetch(reinterpret_cast<const char*>(a.next + j * a.panel_stride + (at - a.pairs) * 32), _MM_HINT_T0);
-  }
-}
-
 template <int MR, int NP>
 void tile(const PanelArgs& a) {
   __m512 acc[MR][NP];
 #pragma GCC unroll 32
   for (int t = 0; t < MR * NP; ++t) acc[t / NP][t % NP] = _mm512_setzero_ps();
+  const WeightStreams streams{reinterpret_cast<const std::byte*>(a.panels), static_cast<size_t>(a.panel_stride) * 2,
+                              a.pairs * 64, reinterpret_cast<const std::byte*>(a.next), a.next_panels};
   for (int64_t k2 = 0; k2 < a.pairs; ++k2) {
-    prefetch_ahead<NP>(a, k2);
+    prefetch_streams<NP>(streams, (k2 + kPrefetchLines) * 64);
     __m512bh w[NP];
 #pragma GCC unroll 8
     for (int j = 0; j < NP; ++j) w[j] = (__m512bh)_mm512_loadu_si512(a.panels + j * a.panel_stride + k2 * 32);

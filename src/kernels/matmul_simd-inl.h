@@ -37,19 +37,16 @@ constexpr int kTileWeightRows = 4;
 constexpr int64_t kPrefetchBytes = 1024;
 
 // Every 64 bytes of a weight row, the line 1 KB further on in the same row or, past its end, in the same row of the
-// next tile (rows n + 4.., if below n1): the hardware prefetchers stop at each 4 KB page, so without this every
-// tile's rows start cold (see matmul_avx512bf16.cpp, where it was measured).
+// next tile (rows n + 4.., if below n1; kernels/prefetch-inl.h).
 template <DType kType, int NR>
 [[gnu::always_inline]] inline void prefetch_ahead(const std::byte* w, size_t row_bytes, int64_t K, int64_t n, int64_t n1,
                                                   int64_t k) {
   constexpr int64_t kSize = kType == DType::F32 ? 4 : 2;
   if ((k * kSize) % 64 != 0) return;
-  const int64_t at = k * kSize + kPrefetchBytes, end = K * kSize;
-  for (int j = 0; j < NR; ++j) {
-    if (at < end) _mm_prefetch(reinterpret_cast<const char*>(w + (n + j) * row_bytes + at), _MM_HINT_T0);
-    else if (n + kTileWeightRows + j < n1)
-      _mm_prefetch(reinterpret_cast<const char*>(w + (n + kTileWeightRows + j) * row_bytes + at - end), _MM_HINT_T0);
-  }
+  const bool next = n + kTileWeightRows < n1;
+  const WeightStreams streams{w + n * row_bytes, row_bytes, K * kSize, next ? w + (n + kTileWeightRows) * row_bytes : nullptr,
+                              next ? static_cast<int>(n1 - n - kTileWeightRows) : 0};
+  prefetch_streams<NR>(streams, k * kSize + kPrefetchBytes);
 }
 
 template <class S, DType kType, int MR, int NR>

@@ -58,7 +58,7 @@ std::vector<float> to_f32(const TensorView* t) {
 std::vector<WeightMatrix*> BlockWeights::projections() {
   std::vector<WeightMatrix*> out;
   for (Linear* l : {&q, &k, &v, &o, &gate, &up, &down, &mla.q_a, &mla.q_b, &mla.kv_a}) out.push_back(&l->w);
-  for (Expert* e : {&moe.shared}) out.insert(out.end(), {&e->gate.w, &e->up.w, &e->down.w});
+  out.insert(out.end(), {&moe.shared.gate.w, &moe.shared.up.w, &moe.shared.down.w});
   for (Expert& e : moe.experts) out.insert(out.end(), {&e.gate.w, &e.up.w, &e.down.w});
   return out;
 }
