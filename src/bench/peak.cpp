@@ -12,7 +12,7 @@
 #include "bench/onednn_reference.h"
 #include "bench/synthetic.h"
 #include "kernels/bandwidth.h"
-#include "kernels/bf16_panels.h"
+#include "kernels/panel_store.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
 #include "kernels/quantized.h"
@@ -88,12 +88,13 @@ LayerWeights layer_weights(const SyntheticShape& s) {
 }
 
 // The same matrices as int8 codes (one scale per row) or int4 codes (group 32), random, with bf16 scales: what
-// `eaglet quantize` writes. bytes: codes and scales, what a forward reads.
+// `eaglet quantize` writes; in panels where the engine would use them. bytes: codes and scales, what a forward reads.
 struct QuantizedLayer {
   std::vector<std::vector<uint8_t>> codes;
   std::vector<std::vector<uint16_t>> scales;
   LayerMatrices m;
   double bytes = 0;
+  PanelStore panels;  // where the VNNI kernel reads them (kernels/int_panels.h)
 };
 
 QuantizedLayer quantized_layer(const LayerMatrices& dense, WeightFormat format, uint64_t seed) {
@@ -115,6 +116,7 @@ QuantizedLayer quantized_layer(const LayerMatrices& dense, WeightFormat format, 
     w->group = int4 ? 32 : 0;
     l.bytes += static_cast<double>(codes.size() + 2 * scales.size());
   }
+  l.panels.pack(std::array{&l.m.q, &l.m.k, &l.m.v, &l.m.o, &l.m.gate, &l.m.up, &l.m.down});
   return l;
 }
 

@@ -17,7 +17,7 @@
 #include "drafter/eagle3_config.h"
 #include "drafter/vocab_map.h"
 #include "io/safetensors.h"
-#include "kernels/bf16_panels.h"
+#include "kernels/panel_store.h"
 #include "model/block.h"
 #include "model/kv_cache.h"
 #include "model/tensor_list.h"

@@ -4,11 +4,7 @@
 // bytes), zero padded past the last row and column. One vdpbf16ps multiplies a line by one broadcast pair of
 // activations and adds into 16 outputs, so each output is a single fp32 lane summed in column order: no lane sums, one
 // sequential stream of weights per 16 outputs, and an activation read serves 16 outputs instead of one.
-#include <array>
 #include <cstdint>
-#include <memory>
-#include <span>
-#include <vector>
 
 #include "kernels/matmul.h"
 
@@ -24,21 +20,5 @@ bool panels_help(const WeightMatrix& w);
 
 // out[panel_count(rows) · panel_elements(cols)] from w (dense BF16, any row stride).
 void pack_panels(const WeightMatrix& w, uint16_t* out);
-
-// Owns the panels of a model's matrices. pack() gives each matrix its panels where panels_help(w) and leaves the
-// others as they are; the row-major weights stay what every other reader uses (embeddings, export, quantize, the
-// portable paths).
-class PanelStore {
- public:
-  void pack(std::span<WeightMatrix* const> matrices);  // in one mapping (2 MB pages where the kernel has them)
-  void pack(WeightMatrix& w) { pack(std::span<WeightMatrix* const>(std::array{&w})); }
-
- private:
-  struct Unmap {
-    size_t bytes;
-    void operator()(void* p) const;
-  };
-  std::vector<std::unique_ptr<void, Unmap>> mappings_;
-};
 
 }  // namespace eaglet

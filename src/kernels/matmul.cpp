@@ -113,7 +113,7 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
   first_block.clear();
   int64_t blocks = 0, cols = -1;
   const bool bf16_isa = active_isa() == Isa::Avx512Bf16;
-  const auto rows_per_block = [&](const WeightMatrix& w) { return bf16_isa && w.panels != nullptr ? kPanelBlock : kBlock; };
+  const auto rows_per_block = [](const WeightMatrix& w) { return w.panels != nullptr ? kPanelBlock : kBlock; };
   bool bf16_path = bf16_isa, integer_weights = false, fp8_weights = false;
   for (const MatmulOutput& o : outputs) {
     first_block.push_back(blocks);

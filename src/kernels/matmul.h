@@ -31,8 +31,9 @@ struct WeightMatrix {
   const void* scales = nullptr;  // quantized formats: row-major scales (see WeightFormat)
   DType scale_dtype = DType::F32;
   int64_t group = 0;  // Int4Group: columns per scale; Fp8Block: the block edge (128)
-  const uint16_t* panels = nullptr;  // BF16, optional: the same weights in panels (kernels/bf16_panels.h), which the
-                                     // AVX-512 BF16 path reads instead of `data`; owned by the model (PanelStore)
+  const void* panels = nullptr;  // optional: the same weights in panels, which the AVX-512 BF16 (BF16 weights,
+                                 // kernels/bf16_panels.h) or VNNI (int8/int4, kernels/int_panels.h) kernel reads
+                                 // instead of `data`; owned by the model (kernels/panel_store.h)
   int64_t row_stride() const { return stride > 0 ? stride : cols; }
   bool quantized() const { return format != WeightFormat::Dense; }
   int64_t scale_cols() const;  // scales per row (Int8Channel 1, Int4Group cols / group, Fp8Block ceil(cols / group))

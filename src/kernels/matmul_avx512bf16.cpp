@@ -12,6 +12,7 @@
 #include "kernels/dtype.h"
 #include "kernels/matmul.h"
 #include "kernels/prefetch-inl.h"
+#include "kernels/row_groups.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -231,9 +232,8 @@ void rows(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatri
   // M in groups of at most kMaxRows rows, as even as possible (6 = 3 + 3, not 4 + 2; bf16: 5 in one); every group
   // runs over the same weight rows of the tile while they are in L1. A row's arithmetic (k order per lane, then the
   // lane sum) is the same in any tile, so its result does not depend on M or on its place in the batch.
-  const int64_t groups = !kFp8 && M == 5 ? 1 : (M + kMaxRows - 1) / kMaxRows;
-  const int mr_small = static_cast<int>(M / groups), big_groups = static_cast<int>(M % groups);
-  const int nr_max = kWeightRows[kFp8][big_groups > 0 ? mr_small + 1 : mr_small];
+  const RowGroups groups(M, !kFp8 && M == 5 ? 5 : kMaxRows);
+  const int nr_max = kWeightRows[kFp8][groups.largest()];
   const size_t row_bytes = static_cast<size_t>(args.ld) * (kFp8 ? 1 : 2);
   for (int64_t n = n0; n < n1; n += nr_max) {
     const int nr = static_cast<int>(n1 - n < nr_max ? n1 - n : nr_max);
@@ -245,10 +245,10 @@ void rows(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatri
     }
     // Every other tile takes the groups backwards, so the first group finds its activations still in L1.
     const bool backwards = (n - n0) / nr_max % 2 == 1;
-    for (int64_t i = 0; i < groups; ++i) {
-      const int64_t g = backwards ? groups - 1 - i : i, m = g * mr_small + std::min<int64_t>(g, big_groups);
-      const int mr = mr_small + (g < big_groups ? 1 : 0), tile_nr = std::min(nr, kWeightRows[kFp8][mr]);
-      tile_function<kFp8>(mr, tile_nr)(args, m, n, ahead);
+    for (int64_t i = 0; i < groups.count; ++i) {
+      const int64_t g = backwards ? groups.count - 1 - i : i;
+      const int mr = groups.rows(g), tile_nr = std::min(nr, kWeightRows[kFp8][mr]);
+      tile_function<kFp8>(mr, tile_nr)(args, groups.first(g), n, ahead);
     }
   }
 }

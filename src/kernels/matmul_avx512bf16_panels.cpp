@@ -13,11 +13,14 @@
 #include "kernels/bf16_panels.h"
 #include "kernels/matmul.h"
 #include "kernels/prefetch-inl.h"
+#include "kernels/row_groups.h"
 
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+
+#include "kernels/panel_tile-inl.h"
 
 namespace eaglet::detail {
 
@@ -61,15 +64,7 @@ void tile(const PanelArgs& a) {
       for (int j = 0; j < NP; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], x, w[j]);
     }
   }
-  if (a.outputs == 16 * NP) {
-#pragma GCC unroll 32
-    for (int t = 0; t < MR * NP; ++t) _mm512_storeu_ps(a.y + (t / NP) * a.N + 16 * (t % NP), acc[t / NP][t % NP]);
-    return;
-  }
-  for (int j = 0; j < NP && 16 * j < a.outputs; ++j) {  // the matrix's last outputs
-    const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, a.outputs - 16 * j)) - 1);
-    for (int i = 0; i < MR; ++i) _mm512_mask_storeu_ps(a.y + i * a.N + 16 * j, mask, acc[i][j]);
-  }
+  store_tile<MR, NP>(acc, a.y, a.N, a.outputs);
 }
 
 // Panels per tile for MR rows: MR x NP accumulators and NP weight lines in 32 registers (the broadcast takes one).
@@ -110,27 +105,26 @@ TileFn tile_function(int mr, int np) {
 
 void matmul_rows_avx512bf16_panels(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w,
                                    int64_t n0, int64_t n1) {
-  // M in groups of at most 9 rows, as even as possible (12 = 6 + 6); every group of a tile runs over the same panels,
-  // the first from memory, the later ones from L2 (a tile's panels are 3 x 64 KB for 2048 columns).
-  const int64_t groups = (M + kMaxRows - 1) / kMaxRows;
-  const int mr_small = static_cast<int>(M / groups), big_groups = static_cast<int>(M % groups);
-  const int np_max = kPanels[big_groups > 0 ? mr_small + 1 : mr_small];
+  // Every group of rows of a tile runs over the same panels, the first from memory, the later ones from L2 (a tile's
+  // panels are 3 x 64 KB for 2048 columns).
+  const RowGroups groups(M, kMaxRows);
+  const int np_max = kPanels[groups.largest()];
+  const auto* panels = static_cast<const uint16_t*>(w.panels);
   const int64_t stride = panel_elements(w.cols), p0 = n0 / kPanelRows, p1 = panel_count(n1);
   for (int64_t p = p0; p < p1; p += np_max) {
     const int np = static_cast<int>(std::min<int64_t>(np_max, p1 - p));
-    PanelArgs a{xb, kp, w.panels + p * stride, stride, stride / 32, nullptr, 0, nullptr, w.rows, 0};
+    PanelArgs a{xb, kp, panels + p * stride, stride, stride / 32, nullptr, 0, nullptr, w.rows, 0};
     if (p + np < p1) {
-      a.next = w.panels + (p + np) * stride;
+      a.next = panels + (p + np) * stride;
       a.next_panels = static_cast<int>(std::min<int64_t>(np_max, p1 - p - np));
     }
     a.outputs = std::min<int64_t>(16 * np, n1 - p * kPanelRows);
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t m = g * mr_small + std::min<int64_t>(g, big_groups);
-      const int mr = mr_small + (g < big_groups ? 1 : 0);
+    for (int64_t g = 0; g < groups.count; ++g) {
+      const int64_t m = groups.first(g);
       PanelArgs ga = a;
       ga.xb = xb + m * kp;
       ga.y = y + m * w.rows + p * kPanelRows;
-      tile_function(mr, np)(ga);
+      tile_function(groups.rows(g), np)(ga);
     }
   }
 }

@@ -19,16 +19,17 @@ struct WeightStreams {
   int next_streams = 0;              // streams of the next group
 };
 
-// Byte `at` of each of streams 0..N-1, or past their end byte at - length of the same streams of the next group.
-// Always inlined: GCC 12 judges a function whose only effect is prefetching to have none, and drops its calls.
-template <int N>
+// Byte `at` of each of streams 0..N-1, or past their end byte at - length of the same streams of the next group,
+// into L1 (_MM_HINT_T0) or L2 (_MM_HINT_T1). Always inlined: GCC 12 judges a function whose only effect is
+// prefetching to have none, and drops its calls.
+template <int N, _mm_hint kHint = _MM_HINT_T0>
 [[gnu::always_inline]] inline void prefetch_streams(const WeightStreams& s, int64_t at) {
   if (at < s.length) {
 #pragma GCC unroll 16
-    for (int j = 0; j < N; ++j) _mm_prefetch(reinterpret_cast<const char*>(s.first + j * s.stride + at), _MM_HINT_T0);
+    for (int j = 0; j < N; ++j) _mm_prefetch(reinterpret_cast<const char*>(s.first + j * s.stride + at), kHint);
   } else if (s.next != nullptr) {
     for (int j = 0; j < N && j < s.next_streams; ++j)
-      _mm_prefetch(reinterpret_cast<const char*>(s.next + j * s.stride + (at - s.length)), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(s.next + j * s.stride + (at - s.length)), kHint);
   }
 }
 

@@ -142,7 +142,7 @@ bool int_kernel_is_vnni() {
 }
 
 void matmul_rows_int(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1) {
-  if (int_kernel_is_vnni()) matmul_rows_int_avx512vnni(y, x, w, n0, n1);
+  if (int_kernel_is_vnni() && w.panels != nullptr) matmul_rows_int_avx512vnni_panels(y, x, w, n0, n1);
   else matmul_rows_int_portable(y, x, w, n0, n1);
 }
 

@@ -32,12 +32,15 @@ float weight_block_scale(const WeightMatrix& w, int64_t n, int64_t b);
 namespace detail {
 // Rows [n0, n1) of y[M, w.rows] on the calling thread, plain C++.
 void matmul_rows_int_portable(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1);
-// AVX-512 VNNI (vpdpbusd; only where cpu_features().avx512_vnni). Exact int32 block sums as above; only the fp32
-// accumulation differs from the portable kernel (one fma per block). Bit-identical for a row whatever M and n0, n1.
-void matmul_rows_int_avx512vnni(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1);
-// The VNNI kernel when the CPU has it and the active ISA is AVX-512 (or AVX-512 BF16), else the portable one.
+// AVX-512 VNNI (vpdpbusd; only where cpu_features().avx512_vnni) over w.panels (kernels/int_panels.h; n0 a multiple
+// of 16). Exact int32 block sums as above; only the fp32 accumulation differs from the portable kernel (one mul and
+// one fma per block). Bit-identical for a row whatever M and n0, n1.
+void matmul_rows_int_avx512vnni_panels(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0,
+                                       int64_t n1);
+// The VNNI kernel when the CPU has it, the active ISA is AVX-512 (or AVX-512 BF16) and w has its panels (a model's
+// matrices get them at load), else the portable one.
 void matmul_rows_int(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1);
-bool int_kernel_is_vnni();  // which of the two matmul_rows_int takes now
+bool int_kernel_is_vnni();  // whether the VNNI kernel is active (it then reads panels, made where it is)
 // Row m of QuantizedActivations::quantize with AVX-512 F/BW, bit-identical to the plain version; false (the row
 // then partly written) when the row holds inf or NaN, which the plain version handles.
 bool quantize_row_avx512(QuantizedActivations& q, const float* row, int64_t m, int64_t K);

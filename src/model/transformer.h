@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
-#include "kernels/bf16_panels.h"
+#include "kernels/panel_store.h"
 #include "kernels/matmul.h"
 #include "model/block.h"
 #include "model/config.h"

@@ -1,5 +1,6 @@
 // bf16 weights in panels (kernels/bf16_panels.h) and the AVX-512 BF16 kernel that reads them.
 #include "kernels/bf16_panels.h"
+#include "kernels/panel_store.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "isa_test.h"
-#include "kernels/bf16_panels.h"
+#include "kernels/panel_store.h"
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "util/thread_pool.h"

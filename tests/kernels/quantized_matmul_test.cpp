@@ -14,7 +14,9 @@
 
 #include "isa_test.h"
 #include "kernels/cpu_features.h"
+#include "kernels/int_panels.h"
 #include "kernels/matmul.h"
+#include "kernels/panel_store.h"
 #include "kernels/quantized.h"
 #include "util/thread_pool.h"
 
@@ -32,8 +34,8 @@ struct Quantized {
 
 void set_scales(Quantized& q, const std::vector<float>& scales, DType dtype) {
   q.scales_f32 = scales;
-  for (float s : scales) q.scales_16.push_back(f32_to_bf16(s));
-  q.w.scales = dtype == DType::BF16 ? static_cast<const void*>(q.scales_16.data()) : q.scales_f32.data();
+  for (float s : scales) q.scales_16.push_back(dtype == DType::F16 ? f32_to_f16(s) : f32_to_bf16(s));
+  q.w.scales = dtype == DType::F32 ? static_cast<const void*>(q.scales_f32.data()) : q.scales_16.data();
   q.w.scale_dtype = dtype;
 }
 
@@ -187,7 +189,7 @@ struct Case {
 
 std::string case_name(const Case& c) {
   std::string s = c.format == WeightFormat::Int8Channel ? "Int8" : "Int4G" + std::to_string(c.group);
-  return s + (c.scale_dtype == DType::BF16 ? "Bf16Scales" : "F32Scales");
+  return s + (c.scale_dtype == DType::BF16 ? "Bf16Scales" : c.scale_dtype == DType::F16 ? "F16Scales" : "F32Scales");
 }
 void PrintTo(const Case& c, std::ostream* os) { *os << case_name(c); }
 
@@ -196,11 +198,19 @@ class VnniMatmul : public ::testing::TestWithParam<Case> {
   void SetUp() override {
     if (!have_vnni()) GTEST_SKIP() << "this CPU lacks AVX-512 VNNI";
   }
-  Quantized make(int64_t N, int64_t K, std::mt19937& rng) const {
+  Quantized make(int64_t N, int64_t K, std::mt19937& rng) {
     const Case& c = GetParam();
-    return c.format == WeightFormat::Int8Channel ? random_int8(N, K, c.scale_dtype, rng)
-                                                 : random_int4(N, K, c.group, c.scale_dtype, rng);
+    Quantized q = c.format == WeightFormat::Int8Channel ? random_int8(N, K, c.scale_dtype, rng)
+                                                        : random_int4(N, K, c.group, c.scale_dtype, rng);
+    store_.pack(q.w);  // the layout the kernel reads (kernels/int_panels.h)
+    EXPECT_NE(q.w.panels, nullptr);
+    return q;
   }
+  // The kernel under test on output rows [n0, n1) (n0 a multiple of 16, as matmul() splits them).
+  static void kernel(float* y, const QuantizedActivations& q, const WeightMatrix& w, int64_t n0, int64_t n1) {
+    detail::matmul_rows_int_avx512vnni_panels(y, q, w, n0, n1);
+  }
+  PanelStore store_;
   std::vector<std::pair<int64_t, int64_t>> shapes() const {  // N, K; int4 widths are multiples of the group
     if (GetParam().format == WeightFormat::Int8Channel) return {{1, 16}, {7, 33}, {33, 64}, {37, 100}, {50, 257}, {70, 1000}};
     const int64_t g = GetParam().group;
@@ -234,7 +244,7 @@ TEST_P(VnniMatmul, MatchesPortableAndFp32Meaning) {
       QuantizedActivations q;
       q.quantize(x.data(), K, M, K);
       std::vector<float> got(static_cast<size_t>(M * N), NAN), portable(got.size(), NAN), fp32(got.size(), NAN);
-      detail::matmul_rows_int_avx512vnni(got.data(), q, w, 0, N);
+      kernel(got.data(), q, w, 0, N);
       detail::matmul_rows_int_portable(portable.data(), q, w, 0, N);
       matmul_reference(fp32.data(), x.data(), M, w);
       const int64_t blocks = q.kp / kActivationBlock;
@@ -263,7 +273,7 @@ TEST_P(VnniMatmul, MatchesPortableAndFp32Meaning) {
 }
 
 // A row's result is the same bits alone, in any batch of 2..33 rows at any place, and for any split of the output
-// rows (threads take blocks of 24 rows; slabs are 32).
+// rows at a panel boundary (threads take blocks of 48 rows, three panels of 16).
 TEST_P(VnniMatmul, RowsBitIdenticalWhateverBatchAndSplit) {
   std::mt19937 rng(11);
   const auto [N, K] = shapes().back();
@@ -273,7 +283,7 @@ TEST_P(VnniMatmul, RowsBitIdenticalWhateverBatchAndSplit) {
     QuantizedActivations q;
     q.quantize(rows, K, M, K);
     y.assign(static_cast<size_t>(M * N), NAN);
-    detail::matmul_rows_int_avx512vnni(y.data(), q, qw.w, n0, n1);
+    kernel(y.data(), q, qw.w, n0, n1);
   };
   std::vector<std::vector<float>> alone(40);
   for (int64_t m = 0; m < 40; ++m) run(x.data() + m * K, 1, 0, N, alone[static_cast<size_t>(m)]);
@@ -288,16 +298,16 @@ TEST_P(VnniMatmul, RowsBitIdenticalWhateverBatchAndSplit) {
   for (int64_t M : {1, 7}) {  // split [0, N) in two at every point: each part alone gives the same bits
     std::vector<float> whole;
     run(x.data(), M, 0, N, whole);
-    for (int64_t split = 1; split < N; ++split) {
+    for (int64_t split = 16; split < N; split += 16) {
       QuantizedActivations q;
       q.quantize(x.data(), K, M, K);
       y.assign(whole.size(), NAN);
-      detail::matmul_rows_int_avx512vnni(y.data(), q, qw.w, split, N);
-      detail::matmul_rows_int_avx512vnni(y.data(), q, qw.w, 0, split);
+      kernel(y.data(), q, qw.w, split, N);
+      kernel(y.data(), q, qw.w, 0, split);
       ASSERT_EQ(0, std::memcmp(y.data(), whole.data(), whole.size() * sizeof(float))) << "split at " << split;
     }
   }
-  ThreadPool pool(3);  // matmul() itself, its blocks of 24 rows over 3 threads, against one row alone
+  ThreadPool pool(3);  // matmul() itself, its blocks of 48 rows over 3 threads, against one row alone
   std::vector<float> batch(static_cast<size_t>(17 * N)), single(static_cast<size_t>(N));
   matmul(batch.data(), x.data(), 17, qw.w, pool);
   for (int64_t m = 0; m < 17; ++m) {
@@ -306,34 +316,35 @@ TEST_P(VnniMatmul, RowsBitIdenticalWhateverBatchAndSplit) {
   }
 }
 
-// The kernels prefetch up to 2 KB ahead in each weight row; neither that nor a load may touch a byte past the matrix:
-// weights that end right before an inaccessible page give the same bits as a copy elsewhere (decode and a batch).
+// The kernel prefetches up to 2 KB ahead in each panel; neither that nor a load may touch a byte past the panels:
+// panels that end right before an inaccessible page give the same bits as a copy elsewhere (decode and a batch).
 TEST_P(VnniMatmul, ReadsNothingPastTheWeights) {
   std::mt19937 rng(13);
   const auto [N, K] = shapes().back();
   Quantized qw = make(N, K, rng);
-  const size_t bytes = qw.w.nbytes(), page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes = static_cast<size_t>(int_panel_bytes(qw.w)), page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t mapped = (bytes + page - 1) / page * page + page;  // the weights, then one guard page
   void* region = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(region, MAP_FAILED);
   auto* guard = static_cast<std::byte*>(region) + mapped - page;
   ASSERT_EQ(0, mprotect(guard, page, PROT_NONE));
-  std::memcpy(guard - bytes, qw.w.data, bytes);
+  std::memcpy(guard - bytes, qw.w.panels, bytes);
   WeightMatrix at_edge = qw.w;
-  at_edge.data = guard - bytes;
+  at_edge.panels = guard - bytes;
   for (int64_t M : {1, 8}) {
     const std::vector<float> x = random_activations(M, K, rng);
     QuantizedActivations q;
     q.quantize(x.data(), K, M, K);
     std::vector<float> want(static_cast<size_t>(M * N), NAN), got(want.size(), NAN);
-    detail::matmul_rows_int_avx512vnni(want.data(), q, qw.w, 0, N);
-    detail::matmul_rows_int_avx512vnni(got.data(), q, at_edge, 0, N);
+    kernel(want.data(), q, qw.w, 0, N);
+    kernel(got.data(), q, at_edge, 0, N);
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << "M=" << M;
   }
   munmap(region, mapped);
 }
 
-// matmul() takes the VNNI kernel on AVX-512 and the portable one below it.
+// matmul() takes the VNNI kernel on AVX-512 for weights in panels, and the portable one below AVX-512 or for weights
+// without panels (a matrix made outside a model's load).
 TEST_P(VnniMatmul, DispatchFollowsActiveIsa) {
   std::mt19937 rng(3);
   const auto [N, K] = shapes()[3];
@@ -342,14 +353,19 @@ TEST_P(VnniMatmul, DispatchFollowsActiveIsa) {
   QuantizedActivations q;
   q.quantize(x.data(), K, 5, K);
   std::vector<float> vnni(static_cast<size_t>(5 * N)), portable(vnni.size()), got(vnni.size());
-  detail::matmul_rows_int_avx512vnni(vnni.data(), q, qw.w, 0, N);
+  kernel(vnni.data(), q, qw.w, 0, N);
   detail::matmul_rows_int_portable(portable.data(), q, qw.w, 0, N);
   ThreadPool pool(2);
+  WeightMatrix rows_only = qw.w;
+  rows_only.panels = nullptr;
+  ASSERT_NE(0, std::memcmp(vnni.data(), portable.data(), vnni.size() * sizeof(float)));  // the two are told apart
   for (Isa isa : test::all_isas()) {
     if (!test::activate_isa(isa)) continue;
     matmul(got.data(), x.data(), 5, qw.w, pool);
     const std::vector<float>& want = isa == Isa::Avx512 || isa == Isa::Avx512Bf16 ? vnni : portable;
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa_name(isa);
+    matmul(got.data(), x.data(), 5, rows_only, pool);
+    EXPECT_EQ(0, std::memcmp(got.data(), portable.data(), got.size() * sizeof(float))) << isa_name(isa) << ", no panels";
   }
   set_active_isa(Isa::Avx512Bf16);
 }
@@ -357,9 +373,12 @@ TEST_P(VnniMatmul, DispatchFollowsActiveIsa) {
 INSTANTIATE_TEST_SUITE_P(Formats, VnniMatmul,
                          ::testing::Values(Case{WeightFormat::Int8Channel, 0, DType::F32},
                                            Case{WeightFormat::Int8Channel, 0, DType::BF16},
+                                           Case{WeightFormat::Int8Channel, 0, DType::F16},
                                            Case{WeightFormat::Int4Group, 32, DType::BF16},
+                                           Case{WeightFormat::Int4Group, 32, DType::F16},
                                            Case{WeightFormat::Int4Group, 32, DType::F32},
                                            Case{WeightFormat::Int4Group, 64, DType::BF16},
+                                           Case{WeightFormat::Int4Group, 160, DType::BF16},
                                            Case{WeightFormat::Int4Group, 128, DType::F32}),
                          [](const auto& info) { return case_name(info.param); });
 
@@ -370,17 +389,21 @@ TEST_F(QuantizedMatmul, NonFiniteActivationsGiveNan) {
   std::vector<float> x = random_activations(3, 100, rng);
   x[100 + 40] = NAN;
   x[200 + 99] = INFINITY;
-  for (Isa isa : test::all_isas()) {
-    if (!test::activate_isa(isa)) continue;
-    std::vector<float> y(60, 0.0f);
-    ThreadPool pool(2);
-    matmul(y.data(), x.data(), 3, qw.w, pool);
-    for (int64_t n = 0; n < 20; ++n) {
-      EXPECT_TRUE(std::isfinite(y[static_cast<size_t>(n)])) << isa_name(isa);
-      EXPECT_TRUE(std::isnan(y[static_cast<size_t>(20 + n)])) << isa_name(isa);
-      EXPECT_TRUE(std::isnan(y[static_cast<size_t>(40 + n)])) << isa_name(isa);
+  WeightMatrix packed = qw.w;  // in panels where the VNNI kernel is active
+  PanelStore store;
+  store.pack(packed);
+  for (Isa isa : test::all_isas())
+    for (const WeightMatrix& w : {qw.w, packed}) {
+      if (!test::activate_isa(isa)) continue;
+      std::vector<float> y(60, 0.0f);
+      ThreadPool pool(2);
+      matmul(y.data(), x.data(), 3, w, pool);
+      for (int64_t n = 0; n < 20; ++n) {
+        EXPECT_TRUE(std::isfinite(y[static_cast<size_t>(n)])) << isa_name(isa);
+        EXPECT_TRUE(std::isnan(y[static_cast<size_t>(20 + n)])) << isa_name(isa);
+        EXPECT_TRUE(std::isnan(y[static_cast<size_t>(40 + n)])) << isa_name(isa);
+      }
     }
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
