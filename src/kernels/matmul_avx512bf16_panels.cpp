@@ -36,8 +36,7 @@ struct PanelArgs {
   const uint16_t* panels;  // the tile's first panel
   int64_t panel_stride;    // elements from one panel to the next
   int64_t pairs;           // lines per panel
-  const uint16_t* next;    // the first panel of the next tile of this thread's range, or null
-  int next_panels;
+  WeightStreams streams;   // the tile's panels, then the next tile's of this thread's range
   float* y;                // [M, N] at the tile's first row and output
   int64_t N;
   int64_t outputs;         // outputs of the tile to store (< 16 · NP only at the matrix's end)
@@ -48,10 +47,8 @@ void tile(const PanelArgs& a) {
   __m512 acc[MR][NP];
 #pragma GCC unroll 32
   for (int t = 0; t < MR * NP; ++t) acc[t / NP][t % NP] = _mm512_setzero_ps();
-  const WeightStreams streams{reinterpret_cast<const std::byte*>(a.panels), static_cast<size_t>(a.panel_stride) * 2,
-                              a.pairs * 64, reinterpret_cast<const std::byte*>(a.next), a.next_panels};
   for (int64_t k2 = 0; k2 < a.pairs; ++k2) {
-    prefetch_streams<NP>(streams, (k2 + kPrefetchLines) * 64);
+    prefetch_streams<NP>(a.streams, (k2 + kPrefetchLines) * 64);
     __m512bh w[NP];
 #pragma GCC unroll 8
     for (int j = 0; j < NP; ++j) w[j] = (__m512bh)_mm512_loadu_si512(a.panels + j * a.panel_stride + k2 * 32);
@@ -70,36 +67,13 @@ void tile(const PanelArgs& a) {
 // Panels per tile for MR rows: MR x NP accumulators and NP weight lines in 32 registers (the broadcast takes one).
 // Groups of up to 9 rows: 9 x 3 measured 1.2-1.3x faster than 5 + 4 rows at M = 9 (one pass over the weights instead
 // of two); tiles of 10-16 rows (x 2 or 1 panels) were 1.1-3x slower than two groups (GCC 12 spills their registers).
-constexpr int kMaxRows = 9;
-constexpr int kPanels[kMaxRows + 1] = {0, 6, 8, 6, 5, 4, 4, 3, 3, 3};
-
-using TileFn = void (*)(const PanelArgs&);
-
-template <int MR, int... NPs>
-constexpr TileFn tile_for(int np, std::integer_sequence<int, NPs...>) {
-  TileFn fn = nullptr;
-  ((fn = np == NPs + 1 ? &tile<MR, NPs + 1> : fn), ...);
-  return fn;
-}
-
-template <int MR>
-TileFn tile_for(int np) {
-  return tile_for<MR>(np, std::make_integer_sequence<int, kPanels[MR]>{});
-}
-
-TileFn tile_function(int mr, int np) {
-  switch (mr) {
-    case 1: return tile_for<1>(np);
-    case 2: return tile_for<2>(np);
-    case 3: return tile_for<3>(np);
-    case 4: return tile_for<4>(np);
-    case 5: return tile_for<5>(np);
-    case 6: return tile_for<6>(np);
-    case 7: return tile_for<7>(np);
-    case 8: return tile_for<8>(np);
-    default: return tile_for<9>(np);
-  }
-}
+struct Tiles {
+  using Fn = void (*)(const PanelArgs&);
+  static constexpr int kMaxRows = 9;
+  static constexpr int kPanels[kMaxRows + 1] = {0, 6, 8, 6, 5, 4, 4, 3, 3, 3};
+  template <int MR, int NP>
+  static constexpr Fn fn() { return &tile<MR, NP>; }
+};
 
 }  // namespace
 
@@ -107,16 +81,17 @@ void matmul_rows_avx512bf16_panels(float* y, const uint16_t* xb, int64_t kp, int
                                    int64_t n0, int64_t n1) {
   // Every group of rows of a tile runs over the same panels, the first from memory, the later ones from L2 (a tile's
   // panels are 3 x 64 KB for 2048 columns).
-  const RowGroups groups(M, kMaxRows);
-  const int np_max = kPanels[groups.largest()];
+  const RowGroups groups(M, Tiles::kMaxRows);
+  const int np_max = Tiles::kPanels[groups.largest()];
   const auto* panels = static_cast<const uint16_t*>(w.panels);
   const int64_t stride = panel_elements(w.cols), p0 = n0 / kPanelRows, p1 = panel_count(n1);
   for (int64_t p = p0; p < p1; p += np_max) {
     const int np = static_cast<int>(std::min<int64_t>(np_max, p1 - p));
-    PanelArgs a{xb, kp, panels + p * stride, stride, stride / 32, nullptr, 0, nullptr, w.rows, 0};
+    PanelArgs a{xb, kp, panels + p * stride, stride, stride / 32, {}, nullptr, w.rows, 0};
+    a.streams = {reinterpret_cast<const std::byte*>(a.panels), static_cast<size_t>(stride) * 2, stride * 2, nullptr, 0};
     if (p + np < p1) {
-      a.next = panels + (p + np) * stride;
-      a.next_panels = static_cast<int>(std::min<int64_t>(np_max, p1 - p - np));
+      a.streams.next = reinterpret_cast<const std::byte*>(a.panels + np * stride);
+      a.streams.next_streams = static_cast<int>(std::min<int64_t>(np_max, p1 - p - np));
     }
     a.outputs = std::min<int64_t>(16 * np, n1 - p * kPanelRows);
     for (int64_t g = 0; g < groups.count; ++g) {
@@ -124,7 +99,7 @@ void matmul_rows_avx512bf16_panels(float* y, const uint16_t* xb, int64_t kp, int
       PanelArgs ga = a;
       ga.xb = xb + m * kp;
       ga.y = y + m * w.rows + p * kPanelRows;
-      tile_function(groups.rows(g), np)(ga);
+      tile_function<Tiles>(groups.rows(g), np)(ga);
     }
   }
 }

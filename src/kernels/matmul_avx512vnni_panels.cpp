@@ -134,36 +134,15 @@ void tile(const IntPanelArgs& a) {
 // Batches of up to 9 rows (verification) in groups of up to 8; larger ones (prefill) in groups of up to 4 x 3 panels:
 // 1B layer streamed, 2 threads, Zen 4, M = 16..128: 0.5-0.9x the time of groups of 8 x 1 panel (M = 128: int8 34-39
 // -> 25-28 ms, int4 43-53 -> 27-30 ms), as fast as or faster than groups of 2 or 6.
-constexpr int kMaxRows = 8, kPrefillRows = 4;
-constexpr int kPanels[kMaxRows + 1] = {0, 8, 6, 4, 3, 2, 2, 1, 1};
-
-using TileFn = void (*)(const IntPanelArgs&);
-
-template <int MR, bool kInt4, int... NPs>
-constexpr TileFn tile_for(int np, std::integer_sequence<int, NPs...>) {
-  TileFn fn = nullptr;
-  ((fn = np == NPs + 1 ? &tile<MR, NPs + 1, kInt4> : fn), ...);
-  return fn;
-}
-
-template <int MR, bool kInt4>
-TileFn tile_for(int np) {
-  return tile_for<MR, kInt4>(np, std::make_integer_sequence<int, kPanels[MR]>{});
-}
-
 template <bool kInt4>
-TileFn tile_function(int mr, int np) {
-  switch (mr) {
-    case 1: return tile_for<1, kInt4>(np);
-    case 2: return tile_for<2, kInt4>(np);
-    case 3: return tile_for<3, kInt4>(np);
-    case 4: return tile_for<4, kInt4>(np);
-    case 5: return tile_for<5, kInt4>(np);
-    case 6: return tile_for<6, kInt4>(np);
-    case 7: return tile_for<7, kInt4>(np);
-    default: return tile_for<8, kInt4>(np);
-  }
-}
+struct Tiles {
+  using Fn = void (*)(const IntPanelArgs&);
+  static constexpr int kMaxRows = 8;
+  static constexpr int kPanels[kMaxRows + 1] = {0, 8, 6, 4, 3, 2, 2, 1, 1};
+  template <int MR, int NP>
+  static constexpr Fn fn() { return &tile<MR, NP, kInt4>; }
+};
+constexpr int kMaxRows = Tiles<false>::kMaxRows, kPrefillRows = 4;
 
 }  // namespace
 
@@ -171,7 +150,7 @@ void matmul_rows_int_avx512vnni_panels(float* y, const QuantizedActivations& x, 
                                        int64_t n1) {
   const bool int4 = w.format == WeightFormat::Int4Group;
   const RowGroups groups(x.rows, x.rows > kMaxRows + 1 ? kPrefillRows : kMaxRows);
-  const int np_max = kPanels[groups.largest()];
+  const int np_max = Tiles<false>::kPanels[groups.largest()];
   const IntPanelShape shape = int_panel_shape(w);
   const auto* panels = static_cast<const uint8_t*>(w.panels);
   const int64_t pb = shape.panel_bytes, p0 = n0 / kPanelRows, p1 = panel_count(n1), blocks = x.kp / kActivationBlock;
@@ -190,7 +169,7 @@ void matmul_rows_int_avx512vnni_panels(float* y, const QuantizedActivations& x, 
       a.xscales = x.scales.data() + m * blocks;
       a.sums = x.sums.data() + m * blocks;
       a.y = y + m * w.rows + p * kPanelRows;
-      (int4 ? tile_function<true>(groups.rows(g), np) : tile_function<false>(groups.rows(g), np))(a);
+      (int4 ? tile_function<Tiles<true>>(groups.rows(g), np) : tile_function<Tiles<false>>(groups.rows(g), np))(a);
     }
   }
 }
