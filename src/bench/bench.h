@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "sample/sampler.h"
 #include "speculative/options.h"
@@ -96,9 +97,9 @@ struct MachineProbe {
 MachineProbe probe_machine(ThreadPool& pool);
 void print_machine_probe(const MachineProbe& p, int threads);
 void print_read_probe(double gb_s, int threads);  // its first line
-// The peak of the instruction the active kernels issue for weights of `dtype` (vdpbf16ps for bf16 on the BF16 path,
-// else fp32 FMA); 0 when it was not measured.
-double kernel_peak_gflops(const ComputePeak& peak, DType dtype);
+// The probe of the instruction the active kernels issue for weights of `dtype` stored as `format`: vdpbf16ps for bf16
+// and fp8 on the BF16 path, vpdpbusd for int8/int4 on the VNNI one, else fp32 FMA (gflops 0 when not measured).
+const PeakProbe& kernel_peak(const ComputePeak& peak, DType dtype, WeightFormat format = WeightFormat::Dense);
 std::string percent_of(double value, double peak);  // "63%", or "-" without a peak
 
 }  // namespace eaglet::bench

@@ -94,13 +94,15 @@ int run_cost_curve(const BenchArgs& a) {
   const int64_t bytes = weight_bytes_per_token(*model);
   const double params = static_cast<double>(matmul_params_per_token(*model));
   const MachineProbe machine = probe_machine(thread_pool());
-  const double probe = machine.read_gb_s, peak = kernel_peak_gflops(machine.compute, model->lm_head().dtype);
+  // The projections' format (config.json's quantization_config) decides the kernels; dense ones share the head's dtype.
+  const PeakProbe& kernel = kernel_peak(machine.compute, model->lm_head().dtype, model->config().quant.format);
+  const double probe = machine.read_gb_s, peak = kernel.gflops;
   std::printf("model: %s, %.2f GB of weights per forward, kernels: %s, %d threads\n", dir.c_str(), bytes / 1e9,
               std::string(isa_name(active_isa())).c_str(), thread_pool().size());
   print_machine_probe(machine, thread_pool().size());
   std::printf("GFLOP/s counts the matmuls of a forward over M tokens, 2 x %.2f G parameters x M (attention not "
-              "counted); %% of peak is against the probed %.0f GFLOP/s of the kernels' instruction\n\n",
-              params / 1e9, peak);
+              "counted; int8/int4: integer ops); %% of peak is against the probed %.0f of the kernels' instruction (%s)\n\n",
+              params / 1e9, peak, kernel.instruction.c_str());
   std::vector<std::vector<double>> ms;
   for (int ctx : a.contexts) {
     ms.emplace_back();

@@ -159,7 +159,7 @@ void quantized_table(const BenchArgs& a, const MachineProbe& probe, const LayerW
     double bytes, peak;
   };
   const double int_peak = detail::int_kernel_is_vnni() ? probe.compute.int8_dot.gflops : 0.0;
-  const double bf16_peak = kernel_peak_gflops(probe.compute, DType::BF16);
+  const double bf16_peak = kernel_peak(probe.compute, DType::BF16).gflops;
   const Row rows[] = {{"bf16", &bf16, 2.0 * static_cast<double>(w.params()), bf16_peak},
                       {"int8", &int8.m, int8.bytes, int_peak},
                       {"int4", &int4.m, int4.bytes, int_peak}};
@@ -187,7 +187,7 @@ void quantized_table(const BenchArgs& a, const MachineProbe& probe, const LayerW
 void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
   const SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : llama32_1b_shape();
   const LayerWeights w = layer_weights(shape);
-  const double peak = kernel_peak_gflops(probe.compute, DType::BF16);
+  const double peak = kernel_peak(probe.compute, DType::BF16).gflops;
   LayerBuffers buffers(shape, std::max(32, *std::max_element(a.batch_sizes.begin(), a.batch_sizes.end())));
   const std::vector<float>& x = buffers.x;
   std::vector<float>& y = buffers.y;
@@ -245,9 +245,14 @@ void print_machine_probe(const MachineProbe& p, int threads) {
               probe_text("int8 dot", p.compute.int8_dot, "GOP/s").c_str());
 }
 
-double kernel_peak_gflops(const ComputePeak& peak, DType dtype) {
-  if (dtype == DType::BF16 && active_isa() == Isa::Avx512Bf16) return peak.bf16_dot.gflops;
-  return peak.fp32_fma.gflops;
+const PeakProbe& kernel_peak(const ComputePeak& peak, DType dtype, WeightFormat format) {
+  switch (format) {
+    case WeightFormat::Int8Channel:
+    case WeightFormat::Int4Group: return detail::int_kernel_is_vnni() ? peak.int8_dot : peak.fp32_fma;
+    case WeightFormat::Fp8Block: return active_isa() == Isa::Avx512Bf16 ? peak.bf16_dot : peak.fp32_fma;
+    case WeightFormat::Dense: break;
+  }
+  return dtype == DType::BF16 && active_isa() == Isa::Avx512Bf16 ? peak.bf16_dot : peak.fp32_fma;
 }
 
 // --kernel-curve: the layer's matmuls alone, over 4 distinct copies of the layer so that the weights stream from
