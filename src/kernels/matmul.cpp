@@ -103,6 +103,7 @@ void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t
 }
 
 void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, int64_t M, ThreadPool& pool) {
+  if (M <= 0) return;  // no rows: nothing to write (the panel kernels' tiles assume at least one)
   // Output rows per work item (each thread streams a contiguous part of W): a multiple of every tile height of the
   // kernels (4, 6, 8), so tiles split only at a matrix's end (bf16's 5 x 5 tile for M = 5 also at a thread's);
   // panels (kernels/bf16_panels.h) in items of three, the tile of up to 9 rows.

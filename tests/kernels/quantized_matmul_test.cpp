@@ -370,6 +370,18 @@ TEST_P(VnniMatmul, DispatchFollowsActiveIsa) {
   set_active_isa(Isa::Avx512Bf16);
 }
 
+// A batch of no rows writes nothing and returns (the tiles assume at least one row).
+TEST_P(VnniMatmul, EmptyBatchWritesNothing) {
+  std::mt19937 rng(17);
+  const auto [N, K] = shapes().back();
+  Quantized qw = make(N, K, rng);
+  ThreadPool pool(2);
+  float y = 7.0f;
+  const float x = 1.0f;
+  matmul(&y, &x, 0, qw.w, pool);
+  EXPECT_EQ(y, 7.0f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, VnniMatmul,
                          ::testing::Values(Case{WeightFormat::Int8Channel, 0, DType::F32},
                                            Case{WeightFormat::Int8Channel, 0, DType::BF16},
