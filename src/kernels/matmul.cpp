@@ -106,7 +106,7 @@ void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, i
   if (M <= 0) return;  // no rows: nothing to write (the panel kernels' tiles assume at least one)
   // Output rows per work item (each thread streams a contiguous part of W): a multiple of every tile height of the
   // kernels (4, 6, 8), so tiles split only at a matrix's end (bf16's 5 x 5 tile for M = 5 also at a thread's);
-  // panels (kernels/bf16_panels.h) in items of three, the tile of up to 9 rows.
+  // panels (bf16 or int8/int4, kernels/panel_store.h) in items of three, the tile's panels at most.
   constexpr int64_t kBlock = 24, kPanelBlock = 48;
   // Work items over the concatenated rows of all outputs; bf16 weights on the BF16 path share one bf16 copy of x.
   // Quantized integer formats share one quantization of x (kernels/quantized.h).

@@ -134,15 +134,17 @@ void tile(const IntPanelArgs& a) {
 // Batches of up to 9 rows (verification) in groups of up to 8; larger ones (prefill) in groups of up to 4 x 3 panels:
 // 1B layer streamed, 2 threads, Zen 4, M = 16..128: 0.5-0.9x the time of groups of 8 x 1 panel (M = 128: int8 34-39
 // -> 25-28 ms, int4 43-53 -> 27-30 ms), as fast as or faster than groups of 2 or 6.
+constexpr int kMaxRows = 8, kPrefillRows = 4;
+constexpr int kPanels[kMaxRows + 1] = {0, 8, 6, 4, 3, 2, 2, 1, 1};
+
 template <bool kInt4>
 struct Tiles {
   using Fn = void (*)(const IntPanelArgs&);
-  static constexpr int kMaxRows = 8;
-  static constexpr int kPanels[kMaxRows + 1] = {0, 8, 6, 4, 3, 2, 2, 1, 1};
+  static constexpr int kMaxRows = eaglet::detail::kMaxRows;
+  static constexpr const int (&kPanels)[kMaxRows + 1] = eaglet::detail::kPanels;
   template <int MR, int NP>
   static constexpr Fn fn() { return &tile<MR, NP, kInt4>; }
 };
-constexpr int kMaxRows = Tiles<false>::kMaxRows, kPrefillRows = 4;
 
 }  // namespace
 
@@ -150,7 +152,7 @@ void matmul_rows_int_avx512vnni_panels(float* y, const QuantizedActivations& x, 
                                        int64_t n1) {
   const bool int4 = w.format == WeightFormat::Int4Group;
   const RowGroups groups(x.rows, x.rows > kMaxRows + 1 ? kPrefillRows : kMaxRows);
-  const int np_max = Tiles<false>::kPanels[groups.largest()];
+  const int np_max = kPanels[groups.largest()];
   const IntPanelShape shape = int_panel_shape(w);
   const auto* panels = static_cast<const uint8_t*>(w.panels);
   const int64_t pb = shape.panel_bytes, p0 = n0 / kPanelRows, p1 = panel_count(n1), blocks = x.kp / kActivationBlock;

@@ -22,7 +22,8 @@ struct WeightStreams {
 // Byte `at` of each of streams 0..N-1, or past their end byte at - length of the same streams of the next group,
 // into L1 (_MM_HINT_T0) or L2 (_MM_HINT_T1). Always inlined: GCC 12 judges a function whose only effect is
 // prefetching to have none, and drops its calls.
-template <int N, _mm_hint kHint = _MM_HINT_T0>
+// (The hint's type is GCC's enum _mm_hint, clang's int: decltype names either.)
+template <int N, decltype(_MM_HINT_T0) kHint = _MM_HINT_T0>
 [[gnu::always_inline]] inline void prefetch_streams(const WeightStreams& s, int64_t at) {
   if (at < s.length) {
 #pragma GCC unroll 16
