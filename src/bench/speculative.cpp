@@ -92,33 +92,48 @@ int run_speculative(const BenchArgs& a) {
   std::fprintf(stderr, "%s\n", drafter->describe().c_str());  // after the prompts: a bad file fails with one line
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
 
-  Totals plain;
-  std::vector<std::vector<int32_t>> plain_out;
-  for (const auto& p : prompts) {
-    GenerationResult r = generate_plain(*target, p, a.sampling, limits);
-    add(plain, r);
-    plain_out.push_back(r.tokens);
-  }
   struct Row {
     std::string setting, scheme;
     DraftParams params;
+    SpecSampling verification = SpecSampling::TargetOnly;
+    bool full_head = false;  // the drafter's head computed whole (the screened head's baseline)
     Totals t;
   };
   std::vector<Row> rows;
   const bool sampled = !a.sampling.greedy();
-  for (const DraftParams& p : settings) {
-    const std::string name = (p.topk == 1 ? "chain " : "tree ") + std::to_string(p.num_steps) + "/" +
-                             std::to_string(p.topk) + "/" + std::to_string(p.num_draft_tokens);
+  for (const DraftParams& p : settings)
     for (SpecSampling scheme : sampled ? std::vector{SpecSampling::TargetOnly, SpecSampling::DraftQ}
                                        : std::vector{SpecSampling::TargetOnly}) {
-      Row row{name, !sampled ? "greedy" : scheme == SpecSampling::TargetOnly ? "target-only" : "draft-q", p, {}};
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        const SpeculativeResult r = generate_speculative(*target, proposer, prompts[i], {p, scheme, a.sampling}, limits);
-        row.t.identical = row.t.identical && r.tokens == plain_out[i];
-        add(row.t, r, &r.stats);
+      const bool best_only = p.topk == 1 && !(sampled && scheme == SpecSampling::DraftQ);
+      for (const std::string& head : a.draft_heads) {
+        // Only greedy chains read the head's best id alone; elsewhere the head is whole either way.
+        if (head == "full" && (!best_only || drafter->head_screen() == nullptr)) continue;
+        std::string name = (p.topk == 1 ? "chain " : "tree ") + std::to_string(p.num_steps) + "/" +
+                           std::to_string(p.topk) + "/" + std::to_string(p.num_draft_tokens);
+        if (head == "full") name += " (full head)";
+        rows.push_back({name, !sampled ? "greedy" : scheme == SpecSampling::TargetOnly ? "target-only" : "draft-q", p,
+                        scheme, head == "full", {}});
       }
-      rows.push_back(std::move(row));
     }
+  // Prompt by prompt, plain then every setting: a drift of the machine's speed shifts all of them alike.
+  Totals plain;
+  int64_t screened_rows = 0, declined = 0, exact_rows = 0;
+  for (const auto& prompt : prompts) {
+    GenerationResult plain_run = generate_plain(*target, prompt, a.sampling, limits);
+    add(plain, plain_run);
+    for (Row& row : rows) {
+      drafter->set_head_screen(!row.full_head);
+      const SpeculativeResult r =
+          generate_speculative(*target, proposer, prompt, {row.params, row.verification, a.sampling}, limits);
+      row.t.identical = row.t.identical && r.tokens == plain_run.tokens;
+      add(row.t, r, &r.stats);
+    }
+  }
+  drafter->set_head_screen(true);
+  if (const ScreenedArgmax* screen = drafter->head_screen()) {
+    screened_rows = screen->stats().rows;
+    declined = screen->stats().declined;
+    exact_rows = screen->stats().exact_rows;
   }
   if (a.json) {
     nlohmann::json j = {{"target", target_dir}, {"drafter", drafter_dir}, {"prompts", prompts.size()},
@@ -135,6 +150,7 @@ int run_speculative(const BenchArgs& a) {
                            {"speedup", r.t.tok_s() / plain.tok_s()}, {"accept_len", r.t.stats.accept_length()},
                            {"accept_rate", r.t.stats.accept_rate()}, {"draft_acceptance", r.t.stats.draft_acceptance()},
                            {"per_depth_acceptance", depth}, {"identical_to_plain", r.t.identical},
+                           {"full_draft_head", r.full_head},
                            {"round_seconds", {{"draft", r.t.stats.time.draft}, {"tree_select", r.t.stats.time.select},
                                               {"verify", r.t.stats.time.verify},
                                               {"accept_commit", r.t.stats.time.accept_commit},
@@ -163,6 +179,16 @@ int run_speculative(const BenchArgs& a) {
   }
   std::printf("\n");
   for (const Row& r : rows) std::printf("%s %s: %s\n", r.setting.c_str(), r.scheme.c_str(), r.t.stats.time_line().c_str());
+  if (const ScreenedArgmax* screen = drafter->head_screen(); screen != nullptr && screened_rows > 0) {
+    const int64_t V = drafter->config().draft_vocab_size;
+    std::printf("\ndrafter head of greedy chains: screened by an int8 copy (%.1f MB); %lld head rows, %lld declined "
+                "(whole head), the others computed exactly for %.2f%% of the vocabulary on average\n",
+                static_cast<double>(screen->bytes()) / 1e6, static_cast<long long>(screened_rows),
+                static_cast<long long>(declined),
+                screened_rows > declined ? 100.0 * static_cast<double>(exact_rows) /
+                                               (static_cast<double>(screened_rows - declined) * static_cast<double>(V))
+                                         : 0.0);
+  }
   return 0;
 }
 

@@ -54,6 +54,11 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--num-prompts", a->num_prompts, "Use only the first N prompts")->check(at_least(0));
   cmd->add_option("-n,--max-tokens", a->max_tokens, "Tokens generated per prompt")->check(at_least(1));
   cmd->add_option("--setting", a->settings, "Draft settings steps,topk,draft_tokens (repeatable; topk 1 = chain); the --speculative-* flags give one setting instead");
+  cmd->add_option("--draft-head", a->draft_heads,
+                  "Speculative, greedy chains: the drafter's head screened (its best id from an int8 copy, exact; "
+                  "where the CPU has AVX-512 VNNI) and/or full (every logit), e.g. --draft-head screened,full")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"screened", "full"}));
   cmd->add_option("--temp", a->sampling.temperature, "Temperature (> 0 reports both verification schemes)")
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--seed", a->sampling.seed, "Sampling seed")->check(at_least(0));

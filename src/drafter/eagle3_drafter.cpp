@@ -7,6 +7,7 @@
 
 #include "kernels/ops.h"
 #include "model/transformer.h"
+#include "sample/sampler.h"
 #include "util/buffer.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -71,6 +72,7 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
   std::vector<WeightMatrix*> matrices = {&d->fc_, &d->lm_head_};  // a head shared with the target has its panels
   for (BlockWeights& b : d->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));
   d->panels_.pack(matrices);
+  if (ScreenedArgmax::available(d->lm_head_)) d->head_screen_ = std::make_unique<ScreenedArgmax>(d->lm_head_, thread_pool());
   d->inv_freq_ = c.rope.inv_freq(c.head_dim);
   return d;
 }
@@ -232,7 +234,8 @@ void Eagle3Drafter::fuse_aux(const float* aux, int64_t M) {
 }
 
 void Eagle3Drafter::forward(KVCache& cache, std::span<const int32_t> tokens, const float* hidden, Input input,
-                            std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits) {
+                            std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits,
+                            Head head) {
   const DrafterConfig& c = config_;
   const int64_t M = static_cast<int64_t>(tokens.size()), H = c.hidden_size, V = c.vocab_size;
   if (M == 0 || static_cast<int64_t>(positions.size()) != M)
@@ -263,8 +266,15 @@ void Eagle3Drafter::forward(KVCache& cache, std::span<const int32_t> tokens, con
   for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, final_norm_.data(), H, c.rms_norm_eps);
   std::memcpy(h_next_.data(), c.norm_output ? xn : x, static_cast<size_t>(M * H) * sizeof(float));
   logits_rows_ = all_logits ? M : 1;
+  const float* head_in = xn + (M - logits_rows_) * H;
+  best_.assign(static_cast<size_t>(logits_rows_), -1);
+  if (head == Head::Best && head_screen_ != nullptr && screen_on_ && head_screen_->argmax(head_in, logits_rows_, best_.data(), thread_pool()))
+    return;
   grow(logits_, logits_rows_ * c.draft_vocab_size);
-  matmul(logits_.data(), xn + (M - logits_rows_) * H, logits_rows_, lm_head_, thread_pool());
+  matmul(logits_.data(), head_in, logits_rows_, lm_head_, thread_pool());
+  if (head == Head::Best)
+    for (int64_t r = 0; r < logits_rows_; ++r)
+      best_[static_cast<size_t>(r)] = argmax({logits_row(r), static_cast<size_t>(c.draft_vocab_size)});
 }
 
 }  // namespace eaglet

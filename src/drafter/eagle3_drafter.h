@@ -18,6 +18,7 @@
 #include "drafter/vocab_map.h"
 #include "io/safetensors.h"
 #include "kernels/panel_store.h"
+#include "kernels/screened_argmax.h"
 #include "model/block.h"
 #include "model/kv_cache.h"
 #include "model/tensor_list.h"
@@ -74,13 +75,24 @@ class Eagle3Drafter {
   // Hidden input of a forward: the target's aux states [M, aux_width] (first pass), or the drafter's own
   // h_next rows [M, hidden] (later steps).
   enum class Input { TargetAux, OwnHidden };
-  // Runs M tokens; writes K/V as pending entries of the cache. Logits [M or 1, draft_vocab], h_next [M, hidden].
+  // What the head computes: every logit, or only the best draft id (the highest logit, lowest id on ties), which
+  // the screened head (kernels/screened_argmax.h) finds reading about half the head's bytes, where the CPU has it.
+  enum class Head { Logits, Best };
+  // Runs M tokens; writes K/V as pending entries of the cache. Head rows: M (all_logits) or the last 1; h_next
+  // [M, hidden]. Head::Logits: logits_row(r) [draft_vocab]; Head::Best: best_row(r) (logits_row only where the
+  // screen declined).
   void forward(KVCache& cache, std::span<const int32_t> tokens, const float* hidden, Input input,
-               std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits);
+               std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits,
+               Head head = Head::Logits);
 
   int64_t logits_rows() const { return logits_rows_; }
   const float* logits_row(int64_t r) const { return logits_.data() + r * config_.draft_vocab_size; }
+  int32_t best_row(int64_t r) const { return best_[static_cast<size_t>(r)]; }
   const float* h_next_row(int64_t r) const { return h_next_.data() + r * config_.hidden_size; }
+  // The screened head where this CPU runs one (null elsewhere), for its counters.
+  const ScreenedArgmax* head_screen() const { return head_screen_.get(); }
+  // Off: Head::Best computes every logit, then their argmax (the screen's baseline in benchmarks; the same ids).
+  void set_head_screen(bool on) { screen_on_ = on; }
 
  private:
   Eagle3Drafter() = default;
@@ -104,8 +116,12 @@ class Eagle3Drafter {
   std::vector<BlockWeights> blocks_;
   std::vector<float> inv_freq_;
 
+  std::unique_ptr<ScreenedArgmax> head_screen_;  // Head::Best's screen of lm_head, where it pays
+  bool screen_on_ = true;
+
   int64_t logits_rows_ = 0;
   std::vector<float> x_, xn_, embeddings_, aux_normed_, logits_, h_next_;
+  std::vector<int32_t> best_;
   BlockScratch scratch_;
   RopeAngles rope_;
 };

@@ -2,10 +2,36 @@
 
 #include <algorithm>
 
+#include "util/error.h"
+
 namespace eaglet {
+
+namespace {
+Eagle3Drafter::Head head_for(bool best_only) { return best_only ? Eagle3Drafter::Head::Best : Eagle3Drafter::Head::Logits; }
+}  // namespace
+
+const float* Eagle3Proposer::logits(int node) const {
+  if (best_only_) fail("Eagle3Proposer: logits asked for while the head computes best ids only (set_best_only)");
+  return logits_[static_cast<size_t>(node)].data();
+}
+
+int32_t Eagle3Proposer::best(int node) const {
+  return best_only_ ? best_[static_cast<size_t>(node)] : Proposer::best(node);
+}
+
+// The head's output for drafter row `row` as node `node`'s.
+void Eagle3Proposer::keep_head_output(size_t node, int64_t row) {
+  if (best_only_) {
+    if (best_.size() <= node) best_.resize(node + 1, -1);
+    best_[node] = drafter_.best_row(row);
+  } else {
+    logits_[node].assign(drafter_.logits_row(row), drafter_.logits_row(row) + draft_vocab());
+  }
+}
 
 void Eagle3Proposer::reset(int64_t capacity) {
   cache_ = drafter_.make_cache(capacity);
+  best_.assign(1, -1);
   logits_.assign(1, {});
   hidden_.assign(1, {});
   parents_.assign(1, 0);
@@ -16,12 +42,13 @@ void Eagle3Proposer::extend(std::span<const int32_t> tokens, const float* target
   const int64_t M = static_cast<int64_t>(tokens.size());
   positions_.resize(static_cast<size_t>(M));
   for (int64_t i = 0; i < M; ++i) positions_[static_cast<size_t>(i)] = first_position + static_cast<int32_t>(i);
-  drafter_.forward(cache_, tokens, target_aux, Eagle3Drafter::Input::TargetAux, positions_, {}, false);
+  drafter_.forward(cache_, tokens, target_aux, Eagle3Drafter::Input::TargetAux, positions_, {}, false,
+                   head_for(best_only_));
   cache_.commit_all();
-  const int64_t Vd = draft_vocab(), H = drafter_.config().hidden_size;
+  const int64_t H = drafter_.config().hidden_size;
   logits_.resize(1);
   hidden_.resize(1);
-  logits_[0].assign(drafter_.logits_row(0), drafter_.logits_row(0) + Vd);
+  keep_head_output(0, 0);
   hidden_[0].assign(drafter_.h_next_row(M - 1), drafter_.h_next_row(M - 1) + H);
   root_position_ = first_position + static_cast<int32_t>(M) - 1;
 }
@@ -29,7 +56,7 @@ void Eagle3Proposer::extend(std::span<const int32_t> tokens, const float* target
 // The nodes are fed at one depth, each with its parent's output state; each sees the verified context, the entries of
 // its ancestors fed this round, and itself.
 void Eagle3Proposer::expand(std::span<const DraftStep> nodes) {
-  const int64_t H = drafter_.config().hidden_size, Vd = draft_vocab(), M = static_cast<int64_t>(nodes.size());
+  const int64_t H = drafter_.config().hidden_size, M = static_cast<int64_t>(nodes.size());
   const int64_t past = static_cast<int64_t>(fed_node_.size());
   tokens_.clear();
   positions_.assign(static_cast<size_t>(M), root_position_ + nodes[0].depth);
@@ -46,7 +73,8 @@ void Eagle3Proposer::expand(std::span<const DraftStep> nodes) {
     }
     mask_[static_cast<size_t>(m * (past + M) + past + m)] = 1;
   }
-  drafter_.forward(cache_, tokens_, rows_.data(), Eagle3Drafter::Input::OwnHidden, positions_, {mask_, past}, true);
+  drafter_.forward(cache_, tokens_, rows_.data(), Eagle3Drafter::Input::OwnHidden, positions_, {mask_, past}, true,
+                   head_for(best_only_));
   cache_.commit_all();
   for (int64_t m = 0; m < M; ++m) {
     const DraftStep& n = nodes[static_cast<size_t>(m)];
@@ -57,7 +85,7 @@ void Eagle3Proposer::expand(std::span<const DraftStep> nodes) {
       parents_.resize(id + 1, 0);
     }
     parents_[id] = n.parent;
-    logits_[id].assign(drafter_.logits_row(m), drafter_.logits_row(m) + Vd);
+    keep_head_output(id, m);
     hidden_[id].assign(drafter_.h_next_row(m), drafter_.h_next_row(m) + H);
     fed_node_.push_back(n.node);
   }

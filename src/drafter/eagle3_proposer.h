@@ -20,17 +20,23 @@ class Eagle3Proposer : public Proposer {
 
   void reset(int64_t capacity) override;
   void extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) override;
-  const float* logits(int node) const override { return logits_[static_cast<size_t>(node)].data(); }
+  const float* logits(int node) const override;
+  int32_t best(int node) const override;
+  void set_best_only(bool best_only) override { best_only_ = best_only; }
   void expand(std::span<const DraftStep> nodes) override;
   void end_round() override;
 
   int64_t cached_tokens() const { return cache_.size(); }  // verified pairs in the drafter's cache
 
  private:
+  void keep_head_output(size_t node, int64_t row);
+
   Eagle3Drafter& drafter_;
   KVCache cache_;
   int32_t root_position_ = 0;
+  bool best_only_ = false;                           // the drafter's head finds best ids only (Head::Best)
   std::vector<std::vector<float>> logits_, hidden_;  // the drafter's output after each node of the round
+  std::vector<int32_t> best_;                        // best_only_: the best id after each node
   std::vector<int> parents_;                         // parent of each node shown this round
   std::vector<int> fed_node_;                        // node of each cache entry added this round, in cache order
   std::vector<int32_t> tokens_, positions_;

@@ -4,6 +4,7 @@
 // accumulation is fp32. M = 1 is decode, small M is verification, large M is prefill.
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 
 #include "kernels/dtype.h"
 
@@ -54,6 +55,14 @@ struct MatmulOutput {
   WeightMatrix w;
 };
 void matmul_group(std::initializer_list<MatmulOutput> outputs, const float* x, int64_t M, ThreadPool& pool);
+
+// Part of matmul(y, x, M, w): the output rows of the listed work items (item i: rows [i·r, (i+1)·r) with
+// r = matmul_item_rows(w), the unit matmul splits W into for its threads), the same bits matmul() writes there, on
+// the calling thread. y is the whole [M, w.rows] output; other rows are left as they are.
+void matmul_rows(float* y, const float* x, int64_t M, const WeightMatrix& w, std::span<const int64_t> items);
+int64_t matmul_item_rows(const WeightMatrix& w);
+// Whether matmul() rounds the activations to bf16 before they meet w (the AVX-512 BF16 path; see matmul()).
+bool matmul_rounds_activations_to_bf16(const WeightMatrix& w);
 
 // The same on the calling thread only (for callers that parallelise around it, e.g. attention over heads); x rows
 // may be `ldx` elements apart.

@@ -136,7 +136,15 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
     forward_seconds += forward.seconds();
   };
 
-  if (sampling == nullptr) {
+  if (sampling == nullptr && p.topk == 1) {
+    // A greedy chain: the best id after each node, nothing else of the distribution (the proposer may then skip
+    // computing it; Proposer::set_best_only). Every node is kept, so no score is needed: they stay 0.
+    int last = 0;
+    for (int depth = 1; depth <= std::min(p.num_steps, budget); ++depth) {
+      if (depth > 1) feed({last});
+      last = add_child(last, proposer.best(last), 0.0);
+    }
+  } else if (sampling == nullptr) {
     // Deterministic EAGLE-2 tree: candidates over all depths, then the best `budget` of them.
     std::vector<int> beams;
     log_softmax(proposer.logits(0), Vd, logp);

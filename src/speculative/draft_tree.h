@@ -42,7 +42,7 @@ struct DraftNode {
   int32_t token = 0;   // target-vocabulary id
   int parent = -1;     // index of the parent node; -1 for the root
   int depth = 0;       // root 0
-  double score = 0.0;  // cumulative log q of the path from the root
+  double score = 0.0;  // cumulative log q of the path from the root (greedy chains: 0, not computed)
 };
 
 struct DraftTree {

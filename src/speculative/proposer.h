@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sample/sampler.h"
+
 namespace eaglet {
 
 // A drafted node shown to the proposer: its token, the node it follows (0: the root, else a node expanded earlier in
@@ -34,6 +36,10 @@ class Proposer {
   virtual void extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) = 0;
   // The draft logits after `node` (0: the root) over the draft vocabulary.
   virtual const float* logits(int node) const = 0;
+  // The best draft id after `node`: the highest logit, the lowest id on ties (a greedy chain's next token).
+  virtual int32_t best(int node) const { return argmax({logits(node), static_cast<size_t>(draft_vocab())}); }
+  // Whether rounds will ask only for best(): a proposer may then skip computing the logits (before reset()).
+  virtual void set_best_only(bool) {}
   // Shows it nodes of one depth, so that logits(node) is defined for them.
   virtual void expand(std::span<const DraftStep> nodes) = 0;
   // Forgets the round's nodes (and whatever state they added).

@@ -21,6 +21,8 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
     fail("--speculative-num-draft-tokens ", config_.draft.num_draft_tokens, ": at most ", limit,
          " tokens are verified per round (larger batches are not computed exactly as one token at a time); lower it");
   target_.set_aux_layers(proposer_.aux_layers());
+  // A greedy chain reads only the drafter's best id after each node (draft_tree).
+  proposer_.set_best_only(config_.draft.topk == 1 && !sampled_tree());
   // Room for the round's tree on top of the context.
   const int64_t slack = config_.draft.num_draft_tokens + 1;
   target_cache_ = target_.make_cache(config_.context + slack);
@@ -72,9 +74,8 @@ SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
   params.num_draft_tokens = std::min(params.num_draft_tokens, std::max(draft_tokens, 0) + 1);
   params.num_steps = static_cast<int>(std::min<int64_t>({params.num_steps, config_.context - 1 - P,
                                                          params.num_draft_tokens - 1}));
-  const bool sampled_tree = !config_.sampling.greedy() && config_.scheme == SpecSampling::DraftQ;
   tree_ = draft_tree(proposer_, root_token_, target_.config().vocab_size, params,
-                     sampled_tree ? &config_.sampling : nullptr, &sampler_);
+                     sampled_tree() ? &config_.sampling : nullptr, &sampler_);
   drafted_seconds_ = round_timer_.seconds();
   draft_forward_seconds_ = tree_.forward_seconds;
 

@@ -51,6 +51,8 @@ class SpeculativeDecoder : public BatchedSequence {
   int64_t root_position() const override { return target_cache_.size(); }  // the position of the last emitted token
 
  private:
+  // Drafts are drawn from the drafter's distribution (verification with q), not its top-k.
+  bool sampled_tree() const { return !config_.sampling.greedy() && config_.scheme == SpecSampling::DraftQ; }
   Transformer& target_;
   Proposer& proposer_;
   SpecConfig config_;

@@ -13,6 +13,7 @@
 #include "kernels/panel_store.h"
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
@@ -201,6 +202,44 @@ TEST_P(MatmulTest, GroupAndStridedRowsMatchSeparateMatmuls) {
     matmul_serial(got.data(), x.data(), M, strided);
     matmul_reference(ref.data(), x.data(), M, strided);
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], ref[i], 1e-3f);
+  }
+}
+
+// matmul_rows computes the chosen work items with the bits matmul() writes there (with one thread or two) and
+// leaves every other row alone: the exact part of ScreenedArgmax rests on it.
+TEST_P(MatmulTest, RowsOfChosenItemsMatchMatmul) {
+  const auto [isa, dtype] = GetParam();
+  set_active_isa(isa);
+  if (active_isa() != isa) GTEST_SKIP() << "this CPU lacks " << isa_name(isa);
+  std::mt19937 rng(7);
+  ThreadPool one(1), two(2);
+  for (auto [N, K] : {std::pair<int64_t, int64_t>{200, 100}, {97, 257}}) {
+    Weights w = random_weights(dtype, N, K, rng);
+    PanelStore store;
+    for (const WeightMatrix& m : layouts(w.matrix(dtype, N, K), store)) {
+      const int64_t item_rows = matmul_item_rows(m), last = (N - 1) / item_rows;
+      const std::vector<int64_t> items = {0, last};
+      for (int64_t M : {1, 3, 5, 8}) {
+        std::vector<float> x(static_cast<size_t>(M * K));
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        for (float& v : x) v = dist(rng);
+        for (ThreadPool* pool : {&one, &two}) {
+          std::vector<float> want(static_cast<size_t>(M * N)), got(static_cast<size_t>(M * N), NAN);
+          matmul(want.data(), x.data(), M, m, *pool);
+          matmul_rows(got.data(), x.data(), M, m, items);
+          for (int64_t r = 0; r < M; ++r)
+            for (int64_t n = 0; n < N; ++n) {
+              const size_t i = static_cast<size_t>(r * N + n);
+              const bool chosen = n / item_rows == 0 || n / item_rows == last;
+              if (chosen) ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0) << "M=" << M << " row " << n << layout_name(m);
+              else ASSERT_TRUE(std::isnan(got[i])) << "row " << n << " written";
+            }
+        }
+      }
+      std::vector<float> y(static_cast<size_t>(N)), x(static_cast<size_t>(K));
+      const std::vector<int64_t> outside = {last + 1};
+      EXPECT_THROW(matmul_rows(y.data(), x.data(), 1, m, outside), Error);
+    }
   }
 }
 

@@ -281,6 +281,31 @@ TEST(Acceptance, SyntheticEchoPairIsExactByConstruction) {
   }
 }
 
+// A greedy chain reads only the drafter's best id after each node; where the CPU has the int8 VNNI kernel the head
+// is screened (kernels/screened_argmax.h). The drafts, hence the stats and the output, are those of the whole head.
+TEST(Acceptance, ScreenedDraftHeadDraftsWhatTheWholeHeadDrafts) {
+  const SyntheticShape shape{"small", 16384, 256, 512, 8, 4, 2, 64, 10000.0, false};  // draft head 8192 x 256 bf16
+  const std::string dir = test::temp_dir("echo_pair_screened_head");
+  ensure_echo_pair(dir, shape, 8192, 0.05f);
+  auto target = Transformer::load(dir + "/target");
+  auto drafter = Eagle3Drafter::load(dir + "/drafter", *target, {});
+  if (drafter->head_screen() == nullptr) GTEST_SKIP() << "no screened head on this CPU (needs AVX-512 VNNI)";
+  std::mt19937 rng(9);
+  const auto prompt = random_prompt(rng, 24, shape.vocab);
+  SpecStats screened, whole;
+  const auto got = speculative(*target, *drafter, prompt, 48, {4, 1, 5}, &screened);
+  const ScreenedArgmax::Stats used = drafter->head_screen()->stats();
+  drafter->set_head_screen(false);
+  const auto want = speculative(*target, *drafter, prompt, 48, {4, 1, 5}, &whole);
+  drafter->set_head_screen(true);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got, plain_greedy(*target, prompt, 48));
+  EXPECT_EQ(screened.log_line(), whole.log_line());
+  EXPECT_GT(screened.accept_length(), 1.5);
+  EXPECT_GT(used.rows, used.declined) << "the screen never served a step";
+  EXPECT_EQ(drafter->head_screen()->stats().rows, used.rows) << "the whole head went through the screen";
+}
+
 TEST(Acceptance, StatsFollowSGLangDefinitions) {
   SpecStats s;
   s.num_draft_tokens = 5;
