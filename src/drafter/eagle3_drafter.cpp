@@ -71,7 +71,7 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
   d->bind_weights(target, tensors, layer0);
   std::vector<WeightMatrix*> matrices = {&d->fc_, &d->lm_head_};  // a head shared with the target has its panels
   for (BlockWeights& b : d->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));
-  d->panels_.pack(matrices);
+  d->panels_.pack(matrices, &thread_pool());
   if (ScreenedArgmax::available(d->lm_head_)) d->head_screen_ = std::make_unique<ScreenedArgmax>(d->lm_head_, thread_pool());
   d->inv_freq_ = c.rope.inv_freq(c.head_dim);
   return d;

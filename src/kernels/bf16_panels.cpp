@@ -15,10 +15,12 @@ bool panels_help(const WeightMatrix& w) {
          w.rows > 0 && w.cols > 0;
 }
 
-void pack_panels(const WeightMatrix& w, uint16_t* out) {
+void pack_panels(const WeightMatrix& w, uint16_t* out) { pack_panels(w, out, 0, panel_count(w.rows)); }
+
+void pack_panels(const WeightMatrix& w, uint16_t* out, int64_t p0, int64_t p1) {
   const int64_t K = w.cols, whole_pairs = K / 2, ld = w.row_stride();
   const auto* src = static_cast<const uint16_t*>(w.data);
-  for (int64_t p = 0; p < panel_count(w.rows); ++p) {
+  for (int64_t p = p0; p < p1; ++p) {
     uint16_t* panel = out + p * panel_elements(K);
     const int64_t rows = std::min(kPanelRows, w.rows - p * kPanelRows);
     if (rows < kPanelRows || K % 2 != 0)  // padding rows and the last column's partner read as 0

@@ -20,5 +20,6 @@ bool panels_help(const WeightMatrix& w);
 
 // out[panel_count(rows) · panel_elements(cols)] from w (dense BF16, any row stride).
 void pack_panels(const WeightMatrix& w, uint16_t* out);
+void pack_panels(const WeightMatrix& w, uint16_t* out, int64_t p0, int64_t p1);  // panels [p0, p1) only
 
 }  // namespace eaglet

@@ -68,11 +68,13 @@ void pack_code_line(const WeightMatrix& w, int64_t row0, int64_t rows, int64_t u
 
 }  // namespace
 
-void pack_int_panels(const WeightMatrix& w, uint8_t* out) {
+void pack_int_panels(const WeightMatrix& w, uint8_t* out) { pack_int_panels(w, out, 0, panel_count(w.rows)); }
+
+void pack_int_panels(const WeightMatrix& w, uint8_t* out, int64_t p0, int64_t p1) {
   const IntPanelShape s = int_panel_shape(w);
   const int64_t scale_bytes = static_cast<int64_t>(dtype_size(w.scale_dtype));
   const auto* scales = static_cast<const uint8_t*>(w.scales);
-  for (int64_t p = 0; p < panel_count(w.rows); ++p) {
+  for (int64_t p = p0; p < p1; ++p) {
     const int64_t row0 = p * kPanelRows, rows = std::min(kPanelRows, w.rows - row0);
     uint8_t* at = out + p * s.panel_bytes;
     for (int64_t g0 = 0; g0 < s.groups; g0 += s.groups_per_line) {

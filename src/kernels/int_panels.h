@@ -33,5 +33,6 @@ bool int_panels_help(const WeightMatrix& w);
 
 // out[int_panel_bytes(w)] from w's codes and scales.
 void pack_int_panels(const WeightMatrix& w, uint8_t* out);
+void pack_int_panels(const WeightMatrix& w, uint8_t* out, int64_t p0, int64_t p1);  // panels [p0, p1) only
 
 }  // namespace eaglet

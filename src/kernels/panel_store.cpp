@@ -7,6 +7,7 @@
 
 #include "kernels/bf16_panels.h"
 #include "kernels/int_panels.h"
+#include "util/thread_pool.h"
 
 namespace eaglet {
 
@@ -45,7 +46,7 @@ void advise_rows(const WeightMatrix& w, int advice) {
 
 void PanelStore::Unmap::operator()(void* p) const { munmap(p, bytes); }
 
-void PanelStore::pack(std::span<WeightMatrix* const> matrices) {
+void PanelStore::pack(std::span<WeightMatrix* const> matrices, ThreadPool* pool) {
   constexpr size_t kHugePage = size_t{2} << 20;
   size_t total = 0;
   for (const WeightMatrix* w : matrices) total += panel_bytes(*w);
@@ -62,8 +63,13 @@ void PanelStore::pack(std::span<WeightMatrix* const> matrices) {
     const size_t n = panel_bytes(*w);
     if (n == 0) continue;
     advise_rows(*w, kPopulateRead);
-    if (w->quantized()) pack_int_panels(*w, reinterpret_cast<uint8_t*>(at));
-    else pack_panels(*w, reinterpret_cast<uint16_t*>(at));
+    const auto pack_range = [&](size_t p0, size_t p1, int) {
+      if (w->quantized()) pack_int_panels(*w, reinterpret_cast<uint8_t*>(at), static_cast<int64_t>(p0), static_cast<int64_t>(p1));
+      else pack_panels(*w, reinterpret_cast<uint16_t*>(at), static_cast<int64_t>(p0), static_cast<int64_t>(p1));
+    };
+    const size_t panels = static_cast<size_t>(panel_count(w->rows));
+    if (pool != nullptr) pool->parallel_for(panels, pack_range, 16);
+    else pack_range(0, panels, 0);
     w->panels = at;
     at += n;
     advise_rows(*w, kCold);

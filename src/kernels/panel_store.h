@@ -10,12 +10,15 @@
 
 namespace eaglet {
 
+class ThreadPool;
+
 // pack() gives each matrix its panels where they help (panels_help, int_panels_help) and leaves the others as they
 // are; the row-major weights stay what every other reader uses (embeddings, export, quantize, the portable paths).
 class PanelStore {
  public:
-  void pack(std::span<WeightMatrix* const> matrices);  // in one mapping (2 MB pages where the kernel has them)
-  void pack(WeightMatrix& w) { pack(std::span<WeightMatrix* const>(std::array{&w})); }
+  // In one mapping (2 MB pages where the kernel has them); the panels split over `pool`'s threads when given.
+  void pack(std::span<WeightMatrix* const> matrices, ThreadPool* pool = nullptr);
+  void pack(WeightMatrix& w, ThreadPool* pool = nullptr) { pack(std::span<WeightMatrix* const>(std::array{&w}), pool); }
 
  private:
   struct Unmap {

@@ -70,7 +70,7 @@ ScreenedArgmax::ScreenedArgmax(const WeightMatrix& w, ThreadPool& pool) : w_(w) 
   finite_ = std::ranges::all_of(finite, [](uint8_t f) { return f != 0; });
   q_ = WeightMatrix{.data = codes_.data(), .dtype = DType::I8, .rows = N, .cols = K,
                     .format = WeightFormat::Int8Channel, .scales = scales_.data(), .scale_dtype = DType::F32};
-  panels_.pack(q_);
+  panels_.pack(q_, &pool);
   if (q_.panels != nullptr) {  // the VNNI kernel reads the panels only: no second copy
     codes_ = {};
     q_.data = nullptr;

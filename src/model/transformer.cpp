@@ -25,7 +25,7 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& model_dir, con
       load_tensors(t->checkpoint_, list, c.model_type + " model " + c.dir, options.allow_unused_tensors, c.quant));
   std::vector<WeightMatrix*> matrices = {&t->lm_head_};
   for (BlockWeights& b : t->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));
-  t->panels_.pack(matrices);
+  t->panels_.pack(matrices, &thread_pool());
   t->inv_freq_ = c.rope.inv_freq(c.head_dim);
   return t;
 }
