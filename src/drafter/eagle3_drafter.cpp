@@ -268,8 +268,8 @@ void Eagle3Drafter::forward(KVCache& cache, std::span<const int32_t> tokens, con
   logits_rows_ = all_logits ? M : 1;
   const float* head_in = xn + (M - logits_rows_) * H;
   best_.assign(static_cast<size_t>(logits_rows_), -1);
-  if (head == Head::Best && head_screen_ != nullptr && screen_on_ && head_screen_->argmax(head_in, logits_rows_, best_.data(), thread_pool()))
-    return;
+  const bool screened = head == Head::Best && head_screen_ != nullptr && screen_on_;
+  if (screened && head_screen_->argmax(head_in, logits_rows_, best_.data(), thread_pool())) return;
   grow(logits_, logits_rows_ * c.draft_vocab_size);
   matmul(logits_.data(), head_in, logits_rows_, lm_head_, thread_pool());
   if (head == Head::Best)

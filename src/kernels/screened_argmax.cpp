@@ -120,12 +120,15 @@ bool ScreenedArgmax::argmax(const float* x, int64_t M, int32_t* best, ThreadPool
       nh += xh * xh;
     }
     nx = std::sqrt(nx), nd = std::sqrt(nd), nh = std::sqrt(nh);
-    const double a = nx, b = nd + g_int * nh, c = g_exact * nx, inflate = 1.0 + 1e-6;
+    // vdpbf16ps also reads subnormal activations and weights as 0: at most 2⁻¹²⁶·√K·(‖w_r‖ + ‖x'‖) more; its
+    // flushed subnormal results and the int kernel's underflow stay within 1e-30.
+    const double tiny = std::sqrt(static_cast<double>(K)) * 0x1p-126;
+    const double a = nx, b = nd + g_int * nh, c = g_exact * nx + tiny, slack = tiny * nx + 1e-30, inflate = 1.0 + 1e-6;
     const float* z = &screen_[static_cast<size_t>(m * N)];
     double floor = -HUGE_VAL;
     for (int64_t r = 0; r < N; ++r) {
       const size_t i = static_cast<size_t>(r);
-      const double e = (a * rho_norm_[i] + b * wq_norm_[i] + c * w_norm_[i]) * inflate + 1e-30;
+      const double e = (a * rho_norm_[i] + b * wq_norm_[i] + c * w_norm_[i] + slack) * inflate;
       if (!(std::fabs(z[r]) + e < 1e30)) return decline();  // not finite, or near fp32 overflow
       bound_[i] = e;
       floor = std::max(floor, z[r] - e);

@@ -10,7 +10,7 @@
 //   |ẑ_r − x'·w_r| ≤ γ(K+2)·Σ|x'_k·w_rk|        (fp32 summation in any order, γ(n) = n·u / (1 − n·u), u = 2⁻²⁴)
 //   |z̃_r − (x̂·q_r)·ws_r| ≤ γ(2B+4)·ws_r·Σ|x̂_k·q_rk|   (B blocks of 32: one product and one sum each)
 // so by Cauchy-Schwarz |ẑ_r − z̃_r| ≤ e_r = ‖x'‖‖ρ_r‖ + ‖δ‖·ws_r‖q_r‖ + γ(K+2)‖x'‖‖w_r‖ + γ(2B+4)‖x̂‖·ws_r‖q_r‖,
-// computed in double and inflated by 10⁻⁶ for its own rounding. The argmax (and every row tied with it) lies among
+// computed in double and inflated by 10⁻⁶ for its own rounding (plus what vdpbf16ps's subnormal flushing can add). The argmax (and every row tied with it) lies among
 // the rows whose interval reaches max_s(z̃_s − e_s); matmul_rows() computes their work items with the same bits
 // as matmul(), and the best of those is the answer. Where that would not pay (too many candidates: flat logits) or
 // a value is not finite, argmax() declines and the caller runs the whole matmul.
