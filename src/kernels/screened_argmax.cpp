@@ -43,11 +43,16 @@ ScreenedArgmax::ScreenedArgmax(const WeightMatrix& w, ThreadPool& pool) : w_(w) 
     std::vector<float> row(static_cast<size_t>(K));
     for (size_t r = r0; r < r1; ++r) {
       float amax = 0.0f;
+      bool row_finite = true;
       for (int64_t k = 0; k < K; ++k) {
         const float v = load_as_f32(w.data, w.dtype, static_cast<int64_t>(r) * ld + k);
-        if (!std::isfinite(v)) finite[static_cast<size_t>(t)] = 0;
+        row_finite = row_finite && std::isfinite(v);
         row[static_cast<size_t>(k)] = v;
         amax = std::max(amax, std::fabs(v));
+      }
+      if (!row_finite) {  // the screen then always declines; codes stay 0
+        finite[static_cast<size_t>(t)] = 0;
+        continue;
       }
       const float ws = amax / 127.0f;
       int8_t* q = &codes_[r * static_cast<size_t>(K)];

@@ -129,6 +129,11 @@ TEST_P(ScreenedArgmaxTest, DeclinesFlatLogitsAndNonFiniteInput) {
   EXPECT_FALSE(screen.argmax(x.data(), 1, &got, pool));
   EXPECT_EQ(got, -7);
   EXPECT_EQ(screen.stats().declined, 2);
+  // A weight that is not finite (a hostile file): built without undefined conversions, and it always declines.
+  bits[static_cast<size_t>(3 * K + 1)] = f32_to_bf16(INFINITY);
+  ScreenedArgmax broken(w, pool);
+  x[5] = 0.5f;
+  EXPECT_FALSE(broken.argmax(x.data(), 1, &got, pool));
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, ScreenedArgmaxTest, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
