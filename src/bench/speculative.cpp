@@ -101,23 +101,31 @@ int run_speculative(const BenchArgs& a) {
   };
   std::vector<Row> rows;
   const bool sampled = !a.sampling.greedy();
+  const ScreenedArgmax* screen = drafter->head_screen();
+  const bool full_asked = std::ranges::find(a.draft_heads, "full") != a.draft_heads.end();
+  if (full_asked && screen == nullptr)
+    std::fprintf(stderr, "bench: --draft-head full: this drafter's head is not screened here (needs AVX-512 VNNI and "
+                         "a dense head of 4 MB or more), so every row already computes the whole head\n");
   for (const DraftParams& p : settings)
     for (SpecSampling scheme : sampled ? std::vector{SpecSampling::TargetOnly, SpecSampling::DraftQ}
                                        : std::vector{SpecSampling::TargetOnly}) {
+      // Only greedy chains read the head's best id alone, so only they can differ between the heads.
       const bool best_only = p.topk == 1 && !(sampled && scheme == SpecSampling::DraftQ);
-      for (const std::string& head : a.draft_heads) {
-        // Only greedy chains read the head's best id alone; elsewhere the head is whole either way.
-        if (head == "full" && (!best_only || drafter->head_screen() == nullptr)) continue;
+      std::vector<bool> full_heads = {false};
+      if (best_only && screen != nullptr) {
+        full_heads.clear();
+        for (const std::string& head : a.draft_heads) full_heads.push_back(head == "full");
+      }
+      for (const bool full : full_heads) {
         std::string name = (p.topk == 1 ? "chain " : "tree ") + std::to_string(p.num_steps) + "/" +
                            std::to_string(p.topk) + "/" + std::to_string(p.num_draft_tokens);
-        if (head == "full") name += " (full head)";
+        if (full) name += " (full head)";
         rows.push_back({name, !sampled ? "greedy" : scheme == SpecSampling::TargetOnly ? "target-only" : "draft-q", p,
-                        scheme, head == "full", {}});
+                        scheme, full, {}});
       }
     }
   // Prompt by prompt, plain then every setting: a drift of the machine's speed shifts all of them alike.
   Totals plain;
-  int64_t screened_rows = 0, declined = 0, exact_rows = 0;
   for (const auto& prompt : prompts) {
     GenerationResult plain_run = generate_plain(*target, prompt, a.sampling, limits);
     add(plain, plain_run);
@@ -130,11 +138,6 @@ int run_speculative(const BenchArgs& a) {
     }
   }
   drafter->set_head_screen(true);
-  if (const ScreenedArgmax* screen = drafter->head_screen()) {
-    screened_rows = screen->stats().rows;
-    declined = screen->stats().declined;
-    exact_rows = screen->stats().exact_rows;
-  }
   if (a.json) {
     nlohmann::json j = {{"target", target_dir}, {"drafter", drafter_dir}, {"prompts", prompts.size()},
                         {"max_tokens", a.max_tokens}, {"threads", thread_pool().size()},
@@ -179,15 +182,16 @@ int run_speculative(const BenchArgs& a) {
   }
   std::printf("\n");
   for (const Row& r : rows) std::printf("%s %s: %s\n", r.setting.c_str(), r.scheme.c_str(), r.t.stats.time_line().c_str());
-  if (const ScreenedArgmax* screen = drafter->head_screen(); screen != nullptr && screened_rows > 0) {
-    const int64_t V = drafter->config().draft_vocab_size;
+  if (screen != nullptr && screen->stats().rows > 0) {
+    const ScreenedArgmax::Stats& st = screen->stats();
+    const double served = static_cast<double>(st.rows - st.declined);
     std::printf("\ndrafter head of greedy chains: screened by an int8 copy (%.1f MB); %lld head rows, %lld declined "
                 "(whole head), the others computed exactly for %.2f%% of the vocabulary on average\n",
-                static_cast<double>(screen->bytes()) / 1e6, static_cast<long long>(screened_rows),
-                static_cast<long long>(declined),
-                screened_rows > declined ? 100.0 * static_cast<double>(exact_rows) /
-                                               (static_cast<double>(screened_rows - declined) * static_cast<double>(V))
-                                         : 0.0);
+                static_cast<double>(screen->bytes()) / 1e6, static_cast<long long>(st.rows),
+                static_cast<long long>(st.declined),
+                served > 0 ? 100.0 * static_cast<double>(st.exact_rows) /
+                                 (served * static_cast<double>(drafter->config().draft_vocab_size))
+                           : 0.0);
   }
   return 0;
 }

@@ -127,7 +127,7 @@ PreparedInput prepare_input(std::span<const WeightMatrix* const> ws, const float
   for (const WeightMatrix* w : ws) {
     if (in.cols >= 0 && in.cols != w->cols) fail("matmul_group: outputs must share the input width");
     in.cols = w->cols;
-    bf16_path = bf16_path && ((w->dtype == DType::BF16 && !w->quantized()) || w->format == WeightFormat::Fp8Block);
+    bf16_path = bf16_path && matmul_rounds_activations_to_bf16(*w);
     integer_weights = integer_weights || w->format == WeightFormat::Int8Channel || w->format == WeightFormat::Int4Group;
     fp8_weights = fp8_weights || w->format == WeightFormat::Fp8Block;
   }

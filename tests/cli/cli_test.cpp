@@ -184,6 +184,12 @@ TEST(CliBench, SpeculativeBenchReportsAcceptanceAndIdentity) {
     EXPECT_TRUE(run["identical_to_plain"].get<bool>());
     EXPECT_GE(run["accept_len"].get<double>(), 3.9);
   }
+  // --draft-head full on a head too small to be screened: the same two rows, each with the whole head, and a note.
+  const auto full = run_command(eaglet("bench --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
+                                       " --prompts " + prompts + " -n 8 --setting 3,1,4 --setting 3,2,6 --draft-head full"));
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_EQ(nlohmann::json::parse(full.out)["runs"].size(), 2u);
+  EXPECT_THAT(full.err, HasSubstr("--draft-head full: this drafter's head is not screened here"));
   const auto curve = run_command(eaglet("bench --cost-curve -m " + tiny("llama_fp32") +
                                         " --contexts 16 --batch-sizes 1,4 --repeats 1"));
   ASSERT_EQ(curve.exit_code, 0) << curve.err;
