@@ -35,7 +35,11 @@ int run_hidden(const HiddenArgs& a) {
   Tokenizer tokenizer = Tokenizer::load(a.model);
   auto model = Transformer::load(a.model);
   check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
-  model->set_aux_layers(a.layers.empty() ? model->default_aux_layers() : parse_int_list(a.layers, "--layers"));
+  model->set_aux_layers(a.layers.empty() ? usable_default_aux_layers(model->config().num_layers,
+                                                                     [](const std::vector<int>& ids) {
+                                                                       return "pass --layers " + format_int_list(ids);
+                                                                     })
+                                         : parse_int_list(a.layers, "--layers"));
   const auto tokens = tokenizer.encode(a.input.read("hidden"), tokenizer.adds_bos());
   if (tokens.empty()) fail("hidden: the prompt is empty after tokenization");
   KVCache cache = model->make_cache(static_cast<int64_t>(tokens.size()));

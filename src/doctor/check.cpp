@@ -1,6 +1,7 @@
 #include "doctor/check.h"
 
 #include "util/error.h"
+#include "util/int_list.h"
 
 namespace eaglet::doctor {
 
@@ -16,11 +17,7 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
-std::string ids_str(const std::vector<int>& ids) {
-  std::string s = "[";
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
-  return s + "]";
-}
+std::string ids_str(const std::vector<int>& ids) { return "[" + format_int_list(ids, ", ") + "]"; }
 
 bool Report::contract(const std::string& name, const std::function<void()>& check, const std::string& ok,
                       const std::string& fix) {

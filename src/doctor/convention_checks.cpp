@@ -94,6 +94,24 @@ void check_rope(const DrafterConfig& c, const Transformer& target, Report& r) {
     mine += "; drafter max_position_embeddings " + std::to_string(positions) + " < the target's " +
             std::to_string(target_positions) +
             " (fixed-frequency RoPE extends, but later positions were never trained)";
+  const std::string features = non_llama_features(target.config());
+  if (!features.empty()) {
+    // No Llama layer computes the target's attention (yarn over MLA's rope dims): every trainer gives the drafter a
+    // RoPE of its own. Published Kimi-K2.5 drafters use theta 1e6 (TorchSpec, eaglet's default layer).
+    const char* known = c.rope.type != RopeType::Default ? nullptr
+                        : c.rope.theta == 1e6 ? "1e6 as the published Kimi-K2.5 drafters (TorchSpec) and eaglet's "
+                                                "default drafter layer"
+                        : c.rope.theta == 10000.0 ? "10000 as the EAGLE/SpecForge trainers' default"
+                        : c.rope.theta == t.theta ? "the target's base theta, unscaled"
+                                                  : nullptr;
+    if (known != nullptr)
+      r.pass("rope", mine + ": a target with " + features + " has no Llama RoPE to copy; theta " + known);
+    else
+      r.warn("rope", mine + ": a target with " + features + " has no Llama RoPE to copy, and this is none of the " +
+                         "published Kimi drafters' theta 1e6, the trainers' default 10000 or the target's base theta",
+             "set rope_theta / rope_scaling to what the drafter was trained with");
+    return;
+  }
   if (c.layout == DrafterLayout::Speculators) {
     // speculators trains with transformer_layer_config = the verifier's config: its RoPE is the target's.
     if (same_rope(c.rope, t))

@@ -9,6 +9,7 @@
 #include "io/json_util.h"
 #include "model/transformer.h"
 #include "util/error.h"
+#include "util/int_list.h"
 
 namespace eaglet {
 
@@ -188,8 +189,16 @@ DrafterConfig DrafterConfig::load(const std::string& dir) {
 std::vector<int> resolve_aux_layers(const DrafterConfig& c, int64_t target_layers,
                                     std::optional<AuxConvention> convention) {
   const int L = static_cast<int>(target_layers);
-  if (c.aux_layer_ids.empty()) return default_aux_layers(target_layers);
   const AuxConvention conv = convention.value_or(c.default_convention());
+  if (c.aux_layer_ids.empty())
+    return usable_default_aux_layers(target_layers, [&](std::vector<int> ids) {
+      const std::string hidden = format_int_list(ids, ", ");
+      if (conv == AuxConvention::Output)
+        for (int& id : ids) --id;
+      return c.file + " names no aux layers: add \"eagle_aux_hidden_state_layer_ids\": [" + format_int_list(ids, ", ") +
+             "] (hidden states " + hidden + " in the " + convention_name(conv) + "-of-layer convention of its layout) " +
+             "if it was trained on those";
+    });
   std::vector<int> ids;
   for (int id : c.aux_layer_ids) {
     const int input_id = conv == AuxConvention::Output ? id + 1 : id;

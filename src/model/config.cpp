@@ -281,4 +281,18 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   return c;
 }
 
+std::string non_llama_features(const ModelConfig& t) {
+  bool mla = false, moe = false;
+  for (const BlockSpec& b : t.blocks) {
+    mla = mla || b.attention == AttentionKind::Mla;
+    moe = moe || b.mlp == MlpKind::Moe;
+  }
+  std::string out;
+  const auto add = [&](const char* what) { out += (out.empty() ? "" : ", ") + std::string(what); };
+  if (mla) add("MLA attention");
+  if (moe) add("MoE MLP");
+  if (t.rope.type == RopeType::Yarn) add("yarn RoPE");
+  return out;
+}
+
 }  // namespace eaglet

@@ -74,4 +74,8 @@ struct ModelConfig : LayerShape {
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
 };
 
+// What keeps a target's layers from being Llama layers ("MLA attention, MoE MLP, yarn RoPE"); empty for Llama,
+// Mistral and Qwen targets. An EAGLE-3 drafter's layer is a Llama layer: it can copy the target's only when empty.
+std::string non_llama_features(const ModelConfig& config);
+
 }  // namespace eaglet

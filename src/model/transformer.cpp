@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "util/buffer.h"
 #include "util/error.h"
+#include "util/int_list.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
@@ -61,6 +62,30 @@ KVCache Transformer::make_cache(int64_t capacity) const {
 std::vector<int> default_aux_layers(int64_t num_layers) {
   const int L = static_cast<int>(num_layers);
   return {2, L / 2, L - 3};
+}
+
+std::vector<int> distinct_aux_layers(int64_t num_layers) {
+  const int L = static_cast<int>(num_layers);
+  if (L < 4) return {};
+  const int low = std::min(2, L - 3), high = std::max(L - 3, low + 2);
+  return {low, std::clamp(L / 2, low + 1, high - 1), high};
+}
+
+std::vector<int> usable_default_aux_layers(int64_t num_layers,
+                                           const std::function<std::string(const std::vector<int>&)>& how) {
+  std::vector<int> ids = default_aux_layers(num_layers), sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  const bool repeats = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+  if (!repeats && sorted.front() >= 0 && sorted.back() <= num_layers) return ids;
+  const std::vector<int> instead = distinct_aux_layers(num_layers);
+  const std::string found = format_int_list(ids, ", ");
+  if (instead.empty())
+    fail("the default aux layers [", found, "] (2, L/2, L-3) of a ", num_layers, "-layer target ",
+         repeats ? "repeat a layer" : "do not exist", ", and it has fewer than three layers in [1, ", num_layers - 1,
+         "] to capture instead; an EAGLE-3 drafter needs a deeper target");
+  fail("the default aux layers [", found, "] (2, L/2, L-3) of a ", num_layers, "-layer target ",
+       repeats ? "repeat a layer" : "do not exist", ": ", how(instead),
+       " (the three distinct layers nearest the default; README, \"Aux layers\")");
 }
 
 void Transformer::set_aux_layers(std::vector<int> ids) {

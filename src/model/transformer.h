@@ -4,6 +4,7 @@
 // One forward processes a batch of new tokens with explicit positions and an explicit attention mask over the
 // cache + the batch, which covers prefill, decode, chain verification and tree verification alike. The generic
 // layer loop records the residual stream entering chosen layers (EAGLE-3 aux hidden states) for every architecture.
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -37,6 +38,15 @@ struct SequenceBatch {
 
 // The aux layers EAGLE-3 reads when a drafter names none: [2, L/2, L-3] of L layers, as every implementation does.
 std::vector<int> default_aux_layers(int64_t num_layers);
+// Three distinct servable ids (in [1, L-1], the input-of-layer convention) nearest that default, for L >= 4:
+// low = min(2, L-3), high = max(L-3, low+2), mid = clamp(L/2, low+1, high-1); the default itself for L >= 7.
+// Empty for L < 4 (no three such layers).
+std::vector<int> distinct_aux_layers(int64_t num_layers);
+// The default where its ids are three distinct layers of the target (L >= 7 always; [2, 3, 3] for L = 6 is not):
+// for a shallower target an Error naming the ids a user can pass instead (distinct_aux_layers), `how(ids)` saying
+// where ("pass --layers 1,2,3"). Extraction, training and the drafter loader apply this one rule.
+std::vector<int> usable_default_aux_layers(int64_t num_layers,
+                                           const std::function<std::string(const std::vector<int>&)>& how);
 
 struct LoadOptions {
   bool allow_unused_tensors = false;  // explicit opt-out of strict tensor accounting (never the default)

@@ -19,6 +19,7 @@
 #include "train/dataset.h"
 #include "train/draft_vocab.h"
 #include "util/error.h"
+#include "util/int_list.h"
 #include "util/timer.h"
 
 namespace eaglet {
@@ -249,7 +250,10 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   auto target = Transformer::load(o.model_dir);
   check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
   const ModelConfig& c = target->config();
-  const std::vector<int> aux = o.aux_layers.empty() ? target->default_aux_layers() : o.aux_layers;
+  const std::vector<int> aux =
+      o.aux_layers.empty()
+          ? usable_default_aux_layers(c.num_layers, [](const std::vector<int>& ids) { return "pass --layers " + format_int_list(ids); })
+          : o.aux_layers;
   std::vector<int> capture = aux;
   capture.push_back(static_cast<int>(c.num_layers));
   if (std::find(aux.begin(), aux.end(), static_cast<int>(c.num_layers)) != aux.end())

@@ -9,6 +9,7 @@
 #include "train/draft_vocab.h"
 #include "train/extract.h"
 #include "util/error.h"
+#include "util/int_list.h"
 
 namespace eaglet {
 
@@ -24,8 +25,14 @@ class OnlineData : public TrainingData {
     const Tokenizer tokenizer = Tokenizer::load(c.dir);
     check_tokenizer_fits(tokenizer, c.vocab_size, c.file);
     rows_ = read_training_rows(o.data_file, tokenizer, c.dir, DatasetOptions{o.max_length, {}});
-    aux_layers_ = target.default_aux_layers();
+    aux_layers_ = !o.aux_layers.empty() ? o.aux_layers
+                                         : usable_default_aux_layers(c.num_layers, [](const std::vector<int>& ids) {
+                                             return "pass --layers " + format_int_list(ids) + " with --online";
+                                           });
     std::sort(aux_layers_.begin(), aux_layers_.end());
+    if (aux_layers_.back() >= c.num_layers)
+      fail("--layers must name hidden states below ", c.num_layers, " (the final state is always captured), found ",
+           aux_layers_.back());
     capture_ = aux_layers_;
     capture_.push_back(static_cast<int>(c.num_layers));
     const int64_t n = o.draft_vocab > 0 ? o.draft_vocab : std::min<int64_t>(32000, c.vocab_size);

@@ -4,6 +4,7 @@
 // (train/extract.h capture_row, bf16 as the shards hold them): the same data `eaglet extract` would write, on no disk.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "train/training_data.h"
 
@@ -15,6 +16,7 @@ struct OnlineOptions {
   std::string data_file;
   int64_t max_length = 2048;  // rows are cut to this many tokens, as eaglet extract's default
   int64_t draft_vocab = 0;    // 0: min(32000, target vocab)
+  std::vector<int> aux_layers;  // HF hidden_states ids; empty: the default (usable_default_aux_layers)
   int prefill_batch = 256;
 };
 

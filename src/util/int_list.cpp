@@ -25,4 +25,10 @@ std::vector<int> parse_int_list(const std::string& text, const std::string& what
   return out;
 }
 
+std::string format_int_list(const std::vector<int>& ids, const char* separator) {
+  std::string out;
+  for (int id : ids) out += (out.empty() ? "" : separator) + std::to_string(id);
+  return out;
+}
+
 }  // namespace eaglet

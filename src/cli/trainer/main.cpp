@@ -25,6 +25,12 @@ int main(int argc, char** argv) {
   app.add_option("--dump-check-tolerance", o.source.check_tolerance,
                  "Dumps: largest relative difference from the target's own states on the first row")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--draft-config", o.draft_config,
+                 "A Llama config.json for the drafter's layer (SpecForge's --draft-model-config); default: the "
+                 "target's layer, or for MLA/MoE/yarn targets a Llama layer scaled from the published Kimi drafter")
+      ->check(CLI::ExistingFile);
+  std::string online_layers;
+  app.add_option("--layers", online_layers, "--online: aux layers to capture, HF hidden_states ids (default 2,L/2,L-3)");
   app.add_option("--out", o.out_dir, "Output folder: the kept drafter (SGLang layout) and train-state/")->required();
   app.add_option("--steps", o.steps, "Optimizer steps (0: --epochs passes)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--epochs", o.epochs, "Passes over the training sequences when --steps is 0")->check(CLI::Range(0.0, 1e6));
@@ -60,6 +66,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   return eaglet::cli::run_reporting_errors([&] {
+    if (!online_layers.empty()) o.online_aux_layers = eaglet::parse_int_list(online_layers, "--layers");
     if (!settings.empty()) {
       o.eval_settings.clear();
       for (const std::string& s : settings) o.eval_settings.push_back(eaglet::parse_draft_setting(s, "--eval-settings"));

@@ -18,6 +18,7 @@
 #include "kernels/dtype.h"
 #include "model/block.h"
 #include "model/transformer.h"
+#include "train/draft_layer.h"
 #include "train/served_eval.h"
 #include "train/online_data.h"
 #include "train/torch/dump_data.h"
@@ -44,14 +45,9 @@ torch::Tensor view_f32(const TensorView& v) { return torch::tensor(to_f32(&v), t
 
 }  // namespace
 
-void write_new_drafter_config(const std::string& dir, const ModelConfig& t, const std::vector<int>& aux,
-                              int64_t draft_vocab) {
-  DrafterConfig c;
-  static_cast<LayerShape&>(c) = static_cast<const LayerShape&>(t);
-  c.num_layers = 1;
-  c.vocab_size = t.vocab_size;
-  c.draft_vocab_size = draft_vocab;
-  c.target_hidden_size = t.hidden_size;
+void write_new_drafter_config(const std::string& dir, const ModelConfig& t, const LayerShape& layer,
+                              const std::vector<int>& aux, int64_t draft_vocab) {
+  const DrafterConfig c = new_drafter_config(layer, t, draft_vocab);
   fs::create_directories(dir);
   std::ofstream(fs::path(dir) / "config.json") << sglang_drafter_config(c, aux, t, DType::BF16).dump(2) << "\n";
 }
@@ -224,6 +220,9 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   OnlineOptions online;
   online.data_file = o.data_dir;
   online.draft_vocab = source.draft_vocab;
+  online.aux_layers = o.online_aux_layers;
+  if (!o.online && !o.online_aux_layers.empty())
+    fail("train-draft: --layers chooses what --online captures; shards and dumps hold their own layers");
   const std::unique_ptr<TrainingData> data_ptr =
       o.online ? open_online_data(online, *target) : open_training_data(source, *target);
   const TrainingData& data = *data_ptr;
@@ -253,7 +252,9 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   for (size_t i = 0; i < data.d2t().size(); ++i) draft_ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + data.d2t()[i]));
   const int64_t Vd = static_cast<int64_t>(draft_ids.size());
   fs::remove_all(candidate);
-  write_new_drafter_config(candidate.string(), tc, data.aux_layers(), Vd);
+  const DraftLayer layer = choose_draft_layer(tc, o.draft_config, data.aux_layers(), Vd);
+  std::fprintf(stderr, "train-draft: drafter layer %s: %s\n", describe_layer(layer.shape).c_str(), layer.origin.c_str());
+  write_new_drafter_config(candidate.string(), tc, layer.shape, data.aux_layers(), Vd);
   const DrafterConfig config = DrafterConfig::load(candidate.string());  // the server's reading of what we write
 
   DraftNet net(config, static_cast<int64_t>(data.aux_layers().size()), view_f32(target->embed_tokens()));
@@ -275,6 +276,10 @@ TrainSummary run_train_draft(const TrainOptions& o) {
         st.value("batch", 0) != o.batch || st.value("max_length", 0ll) != o.max_length)
       fail((state_dir / "state.json").string(), ": the checkpoint was trained with other data, seed, batch or "
                                                 "max length; resume with the same flags or start a new --out");
+    if (st.contains("draft_layer") && st["draft_layer"] != describe_layer(layer.shape))
+      fail((state_dir / "state.json").string(), ": the checkpoint's drafter layer is ", st["draft_layer"].dump(),
+           ", this run's ", describe_layer(layer.shape), " (", layer.origin, "); resume with the same --draft-config or "
+           "start a new --out");
     std::vector<torch::Tensor> saved;
     torch::load(saved, (state_dir / "params.pt").string());
     std::vector<torch::Tensor> mine = net.param_list();
@@ -336,6 +341,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
         measure_served_acceptance(*target, candidate.string(), prompts, plain, o.eval_settings, o.eval_max_tokens);
     json record = {{"format", "eaglet-training/1"}, {"step", at}, {"steps", steps}, {"acc", h.acc}, {"loss", h.loss},
                    {"ttt_steps", o.ttt_steps}, {"data", fs::absolute(o.data_dir).lexically_normal().string()},
+                   {"draft_layer", {{"shape", describe_layer(layer.shape)}, {"origin", layer.origin}}},
                    {"held_out_sequences", held.size()}, {"served_prompts", prompts.size()},
                    {"target", {{"dir", tc.dir}, {"model_type", tc.model_type}, {"hidden_size", tc.hidden_size},
                                {"num_hidden_layers", tc.num_layers}, {"vocab_size", tc.vocab_size}}}};
@@ -372,7 +378,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     torch::save(net.param_list(), (tmp / "params.pt").string());
     torch::save(optimizer, (tmp / "optimizer.pt").string());
     const json st = {{"step", step}, {"steps", steps}, {"seed", o.seed}, {"batch", o.batch},
-                     {"max_length", o.max_length}, {"tokens", sum.tokens},
+                     {"max_length", o.max_length}, {"tokens", sum.tokens}, {"draft_layer", describe_layer(layer.shape)},
                      {"data", fs::absolute(o.data_dir).lexically_normal().string()},
                      {"best_accept_len", sum.best_accept_len}, {"best_step", sum.best_step}, {"best_record", best_record}};
     std::ofstream(tmp / "state.json") << st.dump(2) << "\n";

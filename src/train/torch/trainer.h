@@ -17,6 +17,8 @@ namespace eaglet {
 
 struct TrainOptions {
   std::string target_dir, data_dir, out_dir;
+  std::string draft_config;  // a Llama config for the drafter's layer; empty: from the target (train/draft_layer.h)
+  std::vector<int> online_aux_layers;  // --online: the hidden states to capture; empty: the default
   DataSourceOptions source;  // --data-format and the dump options (its dir is data_dir)
   int ttt_steps = 7;
   double decay = 0.8;
@@ -47,10 +49,11 @@ struct TrainSummary {
 
 TrainSummary run_train_draft(const TrainOptions& options);
 
-// DIR/config.json of a new drafter for `target` (SGLang layout): the target's layer shape and RoPE, one layer, the
-// aux layers (HF hidden_states ids) and draft vocabulary size given.
+// DIR/config.json of a new drafter for `target` (SGLang layout): `layer` (train/draft_layer.h), one layer, the aux
+// layers (HF hidden_states ids) and draft vocabulary size given.
 struct ModelConfig;
-void write_new_drafter_config(const std::string& dir, const ModelConfig& target, const std::vector<int>& aux_layers,
-                              int64_t draft_vocab);
+struct LayerShape;
+void write_new_drafter_config(const std::string& dir, const ModelConfig& target, const LayerShape& layer,
+                              const std::vector<int>& aux_layers, int64_t draft_vocab);
 
 }  // namespace eaglet

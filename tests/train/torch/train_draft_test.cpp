@@ -14,6 +14,7 @@
 #include "model/transformer.h"
 #include "test_env.h"
 #include "tokenizer/tokenizer.h"
+#include "train/draft_layer.h"
 #include "train/shards.h"
 #include "train/torch/draft_net.h"
 #include "train/torch/trainer.h"
@@ -70,7 +71,8 @@ Rig make_setup(const std::string& data_dir, const std::string& config_dir) {
   Rig s{Transformer::load(echo_target()), ExtractedData::open(data_dir), nullptr, nullptr};
   std::vector<int32_t> ids;
   for (size_t i = 0; i < s.data.d2t().size(); ++i) ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + s.data.d2t()[i]));
-  write_new_drafter_config(config_dir, s.target->config(), s.data.aux_layers(), static_cast<int64_t>(ids.size()));
+  const LayerShape layer = choose_draft_layer(s.target->config(), "", s.data.aux_layers(), static_cast<int64_t>(ids.size())).shape;
+  write_new_drafter_config(config_dir, s.target->config(), layer, s.data.aux_layers(), static_cast<int64_t>(ids.size()));
   const TensorView& e = s.target->embed_tokens();
   const torch::Tensor embed = torch::tensor(to_f32(&e), torch::kFloat32).reshape(e.shape);
   const WeightMatrix& h = s.target->lm_head();
