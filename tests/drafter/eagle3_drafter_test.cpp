@@ -242,5 +242,21 @@ TEST(BadInputDrafter, AuxConventionChangesTheLayers) {
   EXPECT_EQ(shifted->aux_layers(), (std::vector<int>{2, 5, 8}));
 }
 
+// A config without aux ids on a target whose default [2, L/2, L-3] repeats a layer: the error names the ids to add,
+// in the layout's own convention (SpecForge: outputs of layers 0, 1, 2 = hidden states 1, 2, 3).
+TEST(BadInputDrafter, DefaultAuxLayersOfAShallowTargetNameTheIdsToWrite) {
+  const std::string dir = test::temp_dir("shallow_default_aux");
+  std::filesystem::copy(test::fixtures_dir() + "/deepseek/kimi_specforge_drafter", dir,
+                        std::filesystem::copy_options::recursive);
+  auto config = read_json_file(dir + "/config.json");
+  config.erase("eagle_config");
+  test::write_file(dir + "/config.json", config.dump());
+  auto target = Transformer::load(test::fixtures_dir() + "/deepseek/kimi_nearecho_fp32");
+  EXPECT_THAT(test::error_of([&] { Eagle3Drafter::load(dir, *target, {}); }),
+              HasSubstr("default aux layers [2, 2, 1] (2, L/2, L-3) of a 4-layer target repeat a layer: " + dir +
+                        "/config.json names no aux layers: add \"eagle_aux_hidden_state_layer_ids\": [0, 1, 2] "
+                        "(hidden states 1, 2, 3 in the output-of-layer convention of its layout)"));
+}
+
 }  // namespace
 }  // namespace eaglet

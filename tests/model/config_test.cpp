@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -99,6 +100,34 @@ TEST(Config, NegativeMaxWindowLayersSlidesEveryLayer) {
     j["max_window_layers"] = -3;
   }, "qwen2_fp32"));
   for (const BlockSpec& b : c.blocks) EXPECT_EQ(b.sliding_window, 4);
+}
+
+// The default aux layers [2, L/2, L-3] where they are distinct; the three distinct layers nearest them otherwise, named
+// in the error (the same rule for extract, hidden, train-draft --online and the drafter loader).
+TEST(Config, DefaultAuxLayersAreDistinctOrTheErrorNamesDistinctOnes) {
+  EXPECT_EQ(distinct_aux_layers(4), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(distinct_aux_layers(5), (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(distinct_aux_layers(6), (std::vector<int>{2, 3, 4}));
+  EXPECT_TRUE(distinct_aux_layers(3).empty());
+  const auto how = [](const std::vector<int>& ids) { return "use " + std::to_string(ids[0]) + std::to_string(ids[2]); };
+  for (int L = 7; L <= 128; ++L) {
+    std::vector<int> d = default_aux_layers(L);
+    EXPECT_EQ(usable_default_aux_layers(L, how), d) << L;
+    std::sort(d.begin(), d.end());
+    EXPECT_EQ(distinct_aux_layers(L), d) << L;  // the rule is the default wherever the default is usable
+  }
+  EXPECT_EQ(usable_default_aux_layers(61, how), (std::vector<int>{2, 30, 58}));  // Kimi-K2.5
+  EXPECT_THAT(error_of([&] { usable_default_aux_layers(6, how); }),
+              HasSubstr("the default aux layers [2, 3, 3] (2, L/2, L-3) of a 6-layer target repeat a layer: use 24"));
+  EXPECT_THAT(error_of([&] { usable_default_aux_layers(2, how); }), HasSubstr("fewer than three layers in [1, 1]"));
+}
+
+TEST(Config, NonLlamaFeaturesNameWhatADrafterLayerCannotCopy) {
+  EXPECT_EQ(non_llama_features(ModelConfig::load(test::tiny_model_dir("llama_fp32"))), "");
+  EXPECT_EQ(non_llama_features(ModelConfig::load(test::fixtures_dir() + "/deepseek/kimi_k25_bf16")),
+            "MLA attention, MoE MLP, yarn RoPE");
+  EXPECT_EQ(non_llama_features(ModelConfig::load(test::fixtures_dir() + "/deepseek/deepseek_v3_noqlora_bf16")),
+            "MLA attention, MoE MLP");
 }
 
 TEST(Config, EosFromGenerationConfigAsIntOrList) {

@@ -248,6 +248,45 @@ TEST_F(TrainDraftTest, OnlineRunEqualsOfflineAndResumes) {
   EXPECT_THAT(r.err, HasSubstr("--online reads a JSONL file"));
 }
 
+// --draft-config chooses the layer (here other heads, MLP width and RoPE than the Llama target's own): written to
+// config.json, recorded, served; a resume with another layer is refused naming both.
+TEST_F(TrainDraftTest, DraftConfigChoosesTheLayerAndAResumeKeepsIt) {
+  const std::string dir = test::temp_dir("train_draft_config");
+  nlohmann::json layer = {{"architectures", {"LlamaForCausalLMEagle3"}}, {"model_type", "llama"}, {"hidden_size", 64},
+                          {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"head_dim", 16},
+                          {"intermediate_size", 48}, {"num_hidden_layers", 1}, {"rms_norm_eps", 1e-5},
+                          {"rope_theta", 1000000}, {"rope_scaling", nullptr}, {"vocab_size", 384}};
+  test::write_file(dir + "/draft.json", layer.dump());
+  const std::string flags = "--steps 4 --batch 2 --max-length 48 --ttt-steps 2 --save-every 2 --eval-prompts 2 "
+                            "--eval-max-tokens 8 -t 2 --draft-config " + dir + "/draft.json";
+  test::CommandResult r;
+  const std::string log = train(dir + "/d", flags, "EAGLET_TRAIN_KILL_AT_STEP=3", &r);
+  EXPECT_EQ(r.exit_code, 137) << log;
+  EXPECT_THAT(log, HasSubstr("drafter layer hidden 64, 2 heads x 16 (1 KV), intermediate 48, rope_theta 1e+06, eps 1e-05: "
+                             "--draft-config " + dir + "/draft.json"));
+  layer["intermediate_size"] = 64;
+  test::write_file(dir + "/other.json", layer.dump());
+  const std::string other = train(dir + "/d", "--resume --steps 4 --batch 2 --max-length 48 --ttt-steps 2 -t 2 "
+                                               "--draft-config " + dir + "/other.json", "", &r);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(other, HasSubstr("the checkpoint's drafter layer is \"hidden 64, 2 heads x 16 (1 KV), intermediate 48"));
+  const std::string resumed = train(dir + "/d", flags + " --resume", "", &r);
+  ASSERT_EQ(r.exit_code, 0) << resumed;
+  EXPECT_THAT(resumed, HasSubstr("resumed at step 2 of 4"));
+  const nlohmann::json config = read_json_file(dir + "/d/config.json");
+  EXPECT_EQ(config["num_attention_heads"], 2);
+  EXPECT_EQ(config["num_key_value_heads"], 1);
+  EXPECT_EQ(config["intermediate_size"], 48);
+  EXPECT_EQ(config["rope_theta"], 1e6);
+  EXPECT_EQ(config["rope_scaling"], nullptr);
+  EXPECT_THAT(read_json_file(dir + "/d/eaglet_training.json")["draft_layer"]["origin"].get<std::string>(),
+              HasSubstr("--draft-config"));
+  const auto g = test::run_command(test::eaglet_bin() + " generate -m " + echo_target() + " -d " + dir +
+                                   "/d -n 16 -p 'def value items' --compare");
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_THAT(g.err, HasSubstr("outputs identical"));
+}
+
 TEST_F(TrainDraftTest, RefusesWhatCannotBeTrained) {
   test::CommandResult r;
   const std::string dir = test::temp_dir("train_refuse");
