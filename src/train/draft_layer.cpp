@@ -79,6 +79,8 @@ DraftLayer choose_draft_layer(const ModelConfig& t, const std::string& file, con
     require_absent_or(j["eagle_config"], file + ": eagle_config", "eagle_aux_hidden_state_layer_ids", output_ids,
                       "the data holds hidden states " + format_int_list(aux, ", ") +
                           " (extract --layers), which are these ids in SGLang's output-of-layer convention");
+  require_absent_or(j, file, "eagle_aux_hidden_state_layer_ids", aux,
+                    "the data holds these hidden states, the ids vLLM and speculators read at the top level");
   return {shape, "--draft-config " + file};
 }
 

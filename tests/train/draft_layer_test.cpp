@@ -121,6 +121,9 @@ TEST(BadInputDraftLayer, DraftConfigFieldsTheTrainerCannotHonourAreRefusedByName
   c["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = {2, 30, 58};
   EXPECT_THAT(error_for(c), HasSubstr("the data holds hidden states 1, 2, 3"));
   c = draft_config();
+  c["eagle_aux_hidden_state_layer_ids"] = {0, 1, 2};  // vLLM's and speculators' top-level key: hidden states as is
+  EXPECT_THAT(error_for(c), HasSubstr("'eagle_aux_hidden_state_layer_ids' is [0,1,2], expected [1,2,3]"));
+  c = draft_config();
   c["vocab_size"] = 163840;
   EXPECT_THAT(error_for(c), HasSubstr("'vocab_size' is 163840, expected 384"));
   c = draft_config();
