@@ -21,7 +21,12 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-nlohmann::json read_json_file(const std::string& path) { return parse_json(read_file(path), path); }
+nlohmann::json read_json_file(const std::string& path) {
+  // A config is a file on disk; a pipe or socket nobody writes would make the read wait forever.
+  if (std::filesystem::is_fifo(path) || std::filesystem::is_socket(path))
+    fail(path, ": is a pipe or socket, not a JSON file");
+  return parse_json(read_file(path), path);
+}
 
 nlohmann::json parse_json(std::string_view text, const std::string& where,
                           const nlohmann::json::parser_callback_t& callback) {

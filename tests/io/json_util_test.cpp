@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "test_env.h"
 
@@ -47,6 +48,13 @@ TEST(JsonUtil, NulBytesAreNotValidJson) {
   const std::string file = test::temp_dir("json_nul") + "/config.json";
   test::write_file(file, text);
   EXPECT_THAT(test::error_of([&] { read_json_file(file); }), HasSubstr(file + ": not valid JSON (a NUL byte"));
+}
+
+// A FIFO nobody writes (a --draft-config given as one) is refused at once instead of waiting forever.
+TEST(JsonUtil, APipeIsRefusedNotWaitedOn) {
+  const std::string fifo = test::temp_dir("json_fifo") + "/config.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(test::error_of([&] { read_json_file(fifo); }), HasSubstr(fifo + ": is a pipe or socket, not a JSON file"));
 }
 
 }  // namespace
