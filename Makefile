@@ -32,7 +32,7 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)
 
-# libFuzzer (clang) on every parser of untrusted files, FUZZ_SECONDS each under ASan/UBSan (fuzz/, README "Fuzzing").
+# libFuzzer (clang) on every parser of untrusted files, FUZZ_SECONDS each under ASan/UBSan (fuzz/, docs/tests.md "Fuzzing").
 fuzz:
 	@bash scripts/deps.sh clang libclang-rt-dev
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DEAGLET_FUZZ=ON \
@@ -48,7 +48,7 @@ demo:
 	cmake --build $(BUILD) -j $(JOBS) --target eaglet
 	$(BUILD)/eaglet generate -m $(MODEL) -d $(DRAFTER) $(DEMO_SPEC) -n 128 --compare -p "$$(printf '$(DEMO_PROMPT)')"
 
-# Reproduces the shipped drafter $(DRAFTER) with eaglet's own commands (README, "The default drafter").
+# Reproduces the shipped drafter $(DRAFTER) with eaglet's own commands (docs/training.md, "The default drafter").
 drafter: build
 	mkdir -p $(DRAFTER_WORK) $(DRAFTER)
 	python3 scripts/pycode_corpus.py --out $(DRAFTER_WORK)/corpus.jsonl --chars 2000000 --chunk-chars 650
@@ -60,7 +60,7 @@ drafter: build
 	   $(DRAFTER_WORK)/trained/eaglet_training.json $(DRAFTER)/
 
 bench: build
-	$(BUILD)/eaglet bench --plain
+	$(BUILD)/eaglet bench plain
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

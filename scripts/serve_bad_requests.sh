@@ -1,5 +1,5 @@
 #!/bin/bash
-# Sends each bad request of the README's list to a live eaglet serve (started here on the default pair) and prints a
+# Sends each bad request of docs/serving.md's list to a live eaglet serve (started here on the default pair) and prints a
 # Markdown row per case: the request, the HTTP status (and Retry-After), the error object's type, code and message.
 # Needs curl and python3. Run from the repository root after a build: bash scripts/serve_bad_requests.sh
 set -u

@@ -1,16 +1,17 @@
 #pragma once
-// eaglet bench: measured speed, printed (never asserted). One file per benchmark:
-//   plain.cpp        --plain: prefill/decode tok/s at several thread counts, GB/s of weights per decode step
-//   cost_curve.cpp   --cost-curve: T(M)/T(1) for M new tokens after a cached context, GFLOP/s and % of the peak,
+// eaglet bench SUBCOMMAND: measured speed, printed (never asserted). One file per benchmark (cli/cmd_bench.cpp
+// declares each subcommand's flags):
+//   plain.cpp        plain: prefill/decode tok/s at several thread counts, GB/s of weights per decode step
+//   cost_curve.cpp   cost: T(M)/T(1) for M new tokens after a cached context, GFLOP/s and % of the peak,
 //                    --drafter-step: a drafter step against a target step
-//   moe_cost.cpp     --cost-curve on MoE models: weight bytes read per forward (experts chosen), GB/s, speedup ceiling
-//   mla_forms.cpp    --mla-forms: one MLA layer's absorbed vs naive form for M rows after a context (CPU time)
-//   peak.cpp         --peak: bandwidth and compute probes on 1 and all threads, the matmul kernels on one layer's
+//   moe_cost.cpp     moe (and cost on MoE models): weight bytes read per forward (experts chosen), GB/s, ceiling
+//   mla_forms.cpp    mla: one MLA layer's absorbed vs naive form for M rows after a context (CPU time)
+//   peak.cpp         peak: bandwidth and compute probes on 1 and all threads, the matmul kernels on one layer's
 //                    shapes against the compute peak (and oneDNN's, onednn_reference.cpp, when built with it);
-//                    --kernel-curve: those matmuls alone over M, weights streamed from memory
-//   speculative.cpp  -d DRAFTER --prompts FILE, or --echo-pair: plain vs speculative over a prompt set
+//                    kernels: those matmuls alone over M, weights streamed from memory
+//   speculative.cpp  spec: plain vs speculative over a prompt set (-m, -d, --prompts) or the synthetic --echo-pair
 //   synthetic.cpp    the random-weight models of real shapes they run on
-//   serve/           --serve: concurrent streaming clients against eaglet serve (links cpp-httplib: eaglet_server)
+//   serve/           serve: concurrent streaming clients against eaglet serve (links cpp-httplib: eaglet_server)
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,7 +20,7 @@
 #include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "sample/sampler.h"
-#include "speculative/options.h"
+#include "drafter/speculation.h"
 
 namespace eaglet {
 class Transformer;
@@ -56,6 +57,7 @@ struct BenchArgs {
   std::vector<int> clients = {1, 4, 16};
   int requests_per_client = 2, context = 2048;
   int max_batch = 0, batch_row_budget = -2;  // passed to the started server when given (0 / -2: its defaults)
+  std::vector<std::string> server_spec_flags;  // the speculative flags given, but -d, passed on as given
 };
 
 int run_plain(const BenchArgs& a);

@@ -1,4 +1,4 @@
-// eaglet bench --cost-curve: the cost of verifying M tokens at once, against one; and a drafter step.
+// eaglet bench cost: the cost of verifying M tokens at once, against one; and a drafter step.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -7,7 +7,7 @@
 
 #include "bench/bench.h"
 #include "bench/synthetic.h"
-#include "drafter/eagle3_drafter.h"
+#include "drafter/speculation.h"
 #include "generate/generation.h"
 #include "kernels/cpu_features.h"
 #include "model/transformer.h"
@@ -28,7 +28,7 @@ void time_drafter_step(const BenchArgs& a, Transformer& target, double target_ms
     dir = a.synthetic_dir + "/synthetic-" + shape.name + "-drafter-" + std::to_string(a.draft_vocab) + "-bf16";
     ensure_synthetic_drafter(dir, shape, a.draft_vocab, DType::BF16, 2);
   }
-  auto drafter = Eagle3Drafter::load(dir, target, {});
+  auto drafter = Speculation::load_drafter(dir, a.spec.load, target);
   const int ctx = a.contexts[0];
   const int64_t W = 3 * target.config().hidden_size, H = drafter->config().hidden_size;
   KVCache cache = drafter->make_cache(ctx + 16);

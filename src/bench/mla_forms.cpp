@@ -1,4 +1,4 @@
-// eaglet bench --mla-forms: one MLA layer of Moonlight-16B-A3B's shape (DeepSeek-V3's per-head shape: rank 512, nope
+// eaglet bench mla: one MLA layer of Moonlight-16B-A3B's shape (DeepSeek-V3's per-head shape: rank 512, nope
 // 128, rope 64, v 128; 16 heads, hidden 2048; random bf16 weights, built in memory) computing M new rows after a
 // cached context in the absorbed and in the naive form. One thread, timed by its CPU time (a shared machine's other
 // load does not count), the two forms interleaved, best of --repeats: the measured side of model/mla_form.h's cost

@@ -1,4 +1,4 @@
-// eaglet bench --cost-curve on a model with MoE layers. A dense model reads all its weights for one token or for M,
+// eaglet bench moe (or cost) on a model with MoE layers. A dense model reads all its weights for one token or for M,
 // so verifying M tokens costs little more than decoding one; here each of the M rows routes to top-k experts, and a
 // forward reads every expert chosen by at least one row: up to M x top-k per layer. The table shows what that leaves
 // of a speculative speedup.

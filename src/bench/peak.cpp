@@ -17,6 +17,7 @@
 #include "kernels/matmul.h"
 #include "kernels/quantized.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
 
@@ -132,8 +133,8 @@ struct LayerBuffers {
 // --peak and --kernel-curve time one dense layer; another --shape is a usage error (exit 2).
 bool dense_layer_shape(const BenchArgs& a, const char* mode) {
   if (a.shape == "1b" || a.shape == "8b") return true;
-  std::fprintf(stderr, "eaglet bench %s: --shape: expected 1b or 8b (one dense layer), found '%s'\n", mode,
-               a.shape.c_str());
+  log_info(strprintf("eaglet bench %s: --shape: expected 1b or 8b (one dense layer), found '%s'", mode,
+                     a.shape.c_str()));
   return false;
 }
 

@@ -18,6 +18,7 @@
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
 
@@ -81,7 +82,7 @@ std::string model_dir(const BenchArgs& a) {
   const bool moe = a.shape == "moonlight-a3b" || a.shape == "moe-tiny";
   if (!moe && a.shape != "1b" && a.shape != "8b")
     fail("--shape: expected 1b, 8b, moonlight-a3b or moe-tiny, found '", a.shape, "'");
-  if (moe && !a.cost_curve) fail("--shape ", a.shape, ": the MoE shapes are for --cost-curve");
+  if (moe && !a.cost_curve) fail("--shape ", a.shape, ": the MoE shapes are for `eaglet bench moe` (or cost)");
   if (!moe && a.weights == "fp8") fail("--weights fp8: the Llama shapes are written bf16 (fp8 is for the MoE shapes)");
   SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : a.shape == "1b" ? llama32_1b_shape()
                          : a.shape == "moe-tiny" ? tiny_moe_shape() : moonlight_a3b_shape(a.layers > 0 ? a.layers : 12);
@@ -93,8 +94,8 @@ std::string model_dir(const BenchArgs& a) {
     fail("--layers ", shape.layers, ": ", a.shape, " has ", shape.moe.first_dense, " dense layer(s) first; give more");
   const DType dtype = moe && a.weights != "bf16" ? DType::F8_E4M3 : DType::BF16;
   const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + (dtype == DType::BF16 ? "-bf16" : "-fp8");
-  std::fprintf(stderr, "bench: using %s (random %s weights, %s shape; written once)\n", dir.c_str(),
-               dtype == DType::BF16 ? "bf16" : "fp8 e4m3 projection", shape.name.c_str());
+  log_info(strprintf("bench: using %s (random %s weights, %s shape; written once)", dir.c_str(),
+                     dtype == DType::BF16 ? "bf16" : "fp8 e4m3 projection", shape.name.c_str()));
   ensure_synthetic_model(dir, shape, dtype, 1);
   return dir;
 }
@@ -106,7 +107,7 @@ std::string quantized_copy(const BenchArgs& a, const std::string& dir, const std
   const std::string out =
       a.synthetic_dir + "/" + std::filesystem::path(dir).lexically_normal().filename().string() + "-" + to + "-head";
   if (std::filesystem::exists(out + "/config.json")) return out;
-  std::fprintf(stderr, "bench: writing %s (eaglet quantize --to %s --lm-head; once)\n", out.c_str(), to.c_str());
+  log_info("bench: writing " + out + " (eaglet quantize --to " + to + " --lm-head; once)");
   std::filesystem::remove_all(out);
   quantize_checkpoint({dir, out, {to == "int4" ? WeightFormat::Int4Group : WeightFormat::Int8Channel, 32}, false, true});
   return out;

@@ -1,4 +1,4 @@
-// eaglet bench -d DRAFTER --prompts FILE (or --echo-pair): plain vs speculative decoding over a prompt set.
+// eaglet bench spec -m TARGET -d DRAFTER --prompts FILE (or --echo-pair): plain vs speculative decoding over a prompt set.
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -6,9 +6,9 @@
 
 #include "bench/bench.h"
 #include "bench/synthetic.h"
-#include "drafter/eagle3_drafter.h"
 #include "io/json_util.h"
 #include "drafter/eagle3_proposer.h"
+#include "drafter/speculation.h"
 #include "generate/generation.h"
 #include "io/prompts_file.h"
 #include "kernels/bandwidth.h"
@@ -17,6 +17,7 @@
 #include "speculative/loop.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
 
@@ -46,8 +47,8 @@ std::string echo_pair_dir(const BenchArgs& a) {
   char dev[32];
   std::snprintf(dev, sizeof dev, "%g", a.deviation);
   const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + "-echo-" + dev;
-  std::fprintf(stderr, "bench: synthetic pair %s (bigram target of %s shape, drafter built to match it)\n",
-               dir.c_str(), shape.name.c_str());
+  log_info("bench: synthetic pair " + dir + " (bigram target of " + shape.name +
+           " shape, drafter built to match it)");
   ensure_echo_pair(dir, shape, a.draft_vocab, a.deviation);
   return dir;
 }
@@ -66,7 +67,7 @@ std::vector<std::vector<int32_t>> random_prompts(const BenchArgs& a, int64_t voc
 int run_speculative(const BenchArgs& a) {
   set_num_threads(a.bench_threads);
   std::vector<DraftParams> settings;  // parsed first: a bad one fails before any model is loaded
-  if (a.spec_setting_given) settings.push_back(a.spec.draft_params());
+  if (a.spec_setting_given) settings.push_back(a.spec.round.draft.resolved());
   for (const std::string& s : a.spec_setting_given ? std::vector<std::string>{} : a.settings) {
     settings.push_back(parse_draft_setting(s, "--setting"));
   }
@@ -79,7 +80,7 @@ int run_speculative(const BenchArgs& a) {
     fail("bench: speculative mode needs -m TARGET, -d DRAFTER and --prompts FILE (or --echo-pair)");
   }
   auto target = Transformer::load(target_dir);
-  auto drafter = Eagle3Drafter::load(drafter_dir, *target, {.aux_convention = aux_convention_flag(a.spec.aux_convention)});
+  auto drafter = Speculation::load_drafter(drafter_dir, a.spec.load, *target);
   Eagle3Proposer proposer(*drafter);
   std::vector<std::vector<int32_t>> prompts;
   if (a.echo_pair) {  // no tokenizer: random token prompts
@@ -89,7 +90,14 @@ int run_speculative(const BenchArgs& a) {
     check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
     for (const auto& p : read_prompts_file(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
   }
-  std::fprintf(stderr, "%s\n", drafter->describe().c_str());  // after the prompts: a bad file fails with one line
+  log_info(drafter->describe());  // after the prompts: a bad file fails with one line
+  log_configuration("eaglet bench spec", {{"target", target_dir},
+                                          {"threads", std::to_string(thread_pool().size()) + " threads"},
+                                          {"prompts", std::to_string(prompts.size()) + " x " +
+                                                          std::to_string(a.max_tokens) + " tokens"},
+                                          {"sampling", describe(a.sampling)},
+                                          {"settings", std::to_string(settings.size()) + " draft shape(s)"},
+                                          {"drafter", drafter_dir}});
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
 
   struct Row {
@@ -104,8 +112,8 @@ int run_speculative(const BenchArgs& a) {
   const ScreenedArgmax* screen = drafter->head_screen();
   const bool full_asked = std::ranges::find(a.draft_heads, "full") != a.draft_heads.end();
   if (full_asked && screen == nullptr)
-    std::fprintf(stderr, "bench: --draft-head full: this drafter's head is not screened here (needs AVX-512 VNNI and "
-                         "a dense head of 4 MB or more), so every row already computes the whole head\n");
+    log_note("bench: --draft-head full: this drafter's head is not screened here (needs AVX-512 VNNI and a dense head "
+             "of 4 MB or more), so every row already computes the whole head");
   for (const DraftParams& p : settings)
     for (SpecSampling scheme : sampled ? std::vector{SpecSampling::TargetOnly, SpecSampling::DraftQ}
                                        : std::vector{SpecSampling::TargetOnly}) {
@@ -117,9 +125,7 @@ int run_speculative(const BenchArgs& a) {
         for (const std::string& head : a.draft_heads) full_heads.push_back(head == "full");
       }
       for (const bool full : full_heads) {
-        std::string name = (p.topk == 1 ? "chain " : "tree ") + std::to_string(p.num_steps) + "/" +
-                           std::to_string(p.topk) + "/" + std::to_string(p.num_draft_tokens);
-        if (full) name += " (full head)";
+        const std::string name = p.label() + (full ? " (full head)" : "");
         rows.push_back({name, !sampled ? "greedy" : scheme == SpecSampling::TargetOnly ? "target-only" : "draft-q", p,
                         scheme, full, {}});
       }
@@ -132,7 +138,7 @@ int run_speculative(const BenchArgs& a) {
     for (Row& row : rows) {
       drafter->set_head_screen(!row.full_head);
       const SpeculativeResult r =
-          generate_speculative(*target, proposer, prompt, {row.params, row.verification, a.sampling}, limits);
+          generate_speculative(*target, proposer, prompt, {{row.params, row.verification}, a.sampling}, limits);
       row.t.identical = row.t.identical && r.tokens == plain_run.tokens;
       add(row.t, r, &r.stats);
     }
@@ -144,15 +150,13 @@ int run_speculative(const BenchArgs& a) {
                         {"temperature", a.sampling.temperature},
                         {"plain", {{"tokens", plain.tokens}, {"decode_tok_s", plain.tok_s()}}}};
     for (const Row& r : rows) {
-      std::vector<double> depth;
-      for (size_t d = 0; d < r.t.stats.depth_reached.size(); ++d)
-        depth.push_back(r.t.stats.depth_reached[d] ? static_cast<double>(r.t.stats.depth_accepted[d]) / r.t.stats.depth_reached[d] : 0.0);
       j["runs"].push_back({{"setting", r.setting}, {"scheme", r.scheme}, {"num_steps", r.params.num_steps},
                            {"topk", r.params.topk}, {"num_draft_tokens", r.params.num_draft_tokens},
                            {"tokens", r.t.tokens}, {"decode_tok_s", r.t.tok_s()},
                            {"speedup", r.t.tok_s() / plain.tok_s()}, {"accept_len", r.t.stats.accept_length()},
                            {"accept_rate", r.t.stats.accept_rate()}, {"draft_acceptance", r.t.stats.draft_acceptance()},
-                           {"per_depth_acceptance", depth}, {"identical_to_plain", r.t.identical},
+                           {"per_depth_acceptance", r.t.stats.per_depth_acceptance()},
+                           {"identical_to_plain", r.t.identical},
                            {"full_draft_head", r.full_head},
                            {"round_seconds", {{"draft", r.t.stats.time.draft}, {"tree_select", r.t.stats.time.select},
                                               {"verify", r.t.stats.time.verify},
@@ -168,13 +172,7 @@ int run_speculative(const BenchArgs& a) {
               "draft acceptance | per-depth acceptance | same output as plain |\n|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| plain | - | %.1f | 1.00x | - | - | - | - | - |\n", plain.tok_s());
   for (const Row& r : rows) {
-    std::string depth;
-    char buf[32];
-    for (size_t d = 0; d < r.t.stats.depth_reached.size(); ++d) {
-      std::snprintf(buf, sizeof buf, "%s%.2f", d ? " " : "",
-                    r.t.stats.depth_reached[d] ? static_cast<double>(r.t.stats.depth_accepted[d]) / r.t.stats.depth_reached[d] : 0.0);
-      depth += buf;
-    }
+    const std::string depth = r.t.stats.per_depth_line();
     std::printf("| %s | %s | %.1f | %.2fx | %.2f | %.2f | %.1f%% | %s | %s |\n", r.setting.c_str(), r.scheme.c_str(),
                 r.t.tok_s(), r.t.tok_s() / plain.tok_s(), r.t.stats.accept_length(), r.t.stats.accept_rate(),
                 100.0 * r.t.stats.draft_acceptance(), depth.c_str(),

@@ -1,14 +1,12 @@
 // eaglet doctor -m TARGET -d DRAFTER: why acceptance is low, one PASS / WARN / FAIL line per check (stdout);
 // exit 1 when a check fails.
-#include <cstdio>
 #include <iostream>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "doctor/doctor.h"
 #include "doctor/report.h"
 #include "io/prompts_file.h"
-#include "util/error.h"
-#include "util/thread_pool.h"
 
 namespace eaglet::cli {
 
@@ -16,15 +14,14 @@ namespace {
 
 struct DoctorArgs {
   doctor::DoctorOptions options;
-  std::string prompts_file, aux_convention;
+  ThreadArgs threads;
+  std::string prompts_file;
   bool json = false;
-  int threads = 0;
 };
 
 int run_doctor(DoctorArgs& a) {
-  set_num_threads(a.threads);
+  a.threads.apply();
   if (!a.prompts_file.empty()) a.options.prompts = read_prompts_file(a.prompts_file);
-  a.options.aux_convention = aux_convention_flag(a.aux_convention);
   const doctor::Report report = doctor::run_doctor(a.options);
   if (a.json)
     std::cout << doctor::report_json(report).dump(2) << "\n";
@@ -39,17 +36,16 @@ Command add_doctor(CLI::App& app) {
   auto* cmd = app.add_subcommand("doctor", "Check a drafter against its target and say why acceptance is low");
   auto a = std::make_shared<DoctorArgs>();
   cmd->add_option("-m,--model", a->options.target_dir, "Target model folder")->required();
-  cmd->add_option("-d,--draft-model", a->options.drafter_dir, "EAGLE-3 drafter folder")->required();
+  add_drafter_args(*cmd, a->options.spec, "-d,--draft-model");
+  cmd->get_option("--draft-model")->required();
   cmd->add_option("--prompts", a->prompts_file,
                   "Prompts: one per line, or JSON lines with a 'prompt' field "
                   "(default: a few built-in generic prompts)");
   cmd->add_flag("--chat", a->options.chat, "Render each prompt as a user turn in the target's chat format");
   cmd->add_option("-n,--n-predict", a->options.max_tokens, "Tokens generated per prompt and setting")
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--aux-layer-convention", a->aux_convention, "input or output (as generate's flag)")
-      ->check(CLI::IsMember({"input", "output"}));
   cmd->add_flag("--json", a->json, "Print the report as JSON");
-  cmd->add_option("-t,--threads", a->threads, "Threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  a->threads.add_to(*cmd);
   return [a] { return run_doctor(*a); };
 }
 

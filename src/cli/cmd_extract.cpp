@@ -1,6 +1,7 @@
 // eaglet extract: a drafter's training features from the target's own forward (see train/extract.h).
 #include <cstdio>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "train/extract.h"
@@ -52,10 +53,7 @@ Command add_extract(CLI::App& app) {
       ->check(at_least(0));
   cmd->add_flag("--regenerate", o.regenerate,
                 "Replace every assistant turn (and every prompt row's completion) with the target's own reply (greedy unless --temp)");
-  cmd->add_option("--temp", o.sampling.temperature, "--regenerate: temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--top-p", o.sampling.top_p, "--regenerate: nucleus mass")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--top-k", o.sampling.top_k, "--regenerate: top-k (0 = all)")->check(at_least(0));
-  cmd->add_option("--seed", o.sampling.seed, "--regenerate: seed (each reply's follows from it and its order)")->check(at_least(0));
+  add_sampling_args(*cmd, o.sampling, "--regenerate: ");  // each reply's seed follows from --seed and its order
   cmd->add_option("--regenerate-max-tokens", o.regenerate_max_tokens, "--regenerate: longest reply")
       ->check(at_least(1));
   add_threads_option(*cmd, a->threads);

@@ -6,9 +6,8 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/spec_flags.h"
-#include "drafter/eagle3_drafter.h"
-#include "drafter/eagle3_proposer.h"
+#include "cli/args.h"
+#include "drafter/speculation.h"
 #include "generate/generation.h"
 #include "model/transformer.h"
 #include "sample/sampler.h"
@@ -16,6 +15,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/thread_pool.h"
 
 namespace eaglet::cli {
@@ -23,59 +23,51 @@ namespace eaglet::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt;
-  bool chat = false, echo = false, allow_unused = false, compare = false;
-  int n_predict = 128, threads = 0, ctx = 0, batch = 256;
+  ModelArgs model;
+  ThreadArgs threads;
+  ContextArgs context;
   SamplingParams sampling;
   SpecOptions spec;
+  std::string prompt;
+  bool chat = false, echo = false, compare = false;
+  int n_predict = 128;
 };
 
 int run_generate(const GenerateArgs& a) {
-  set_num_threads(a.threads);
-  const bool speculative = a.spec.enabled();
-  Tokenizer tokenizer = Tokenizer::load(a.model);
-  auto model = Transformer::load(a.model, {.allow_unused_tensors = a.allow_unused});
+  a.threads.apply();
+  Tokenizer tokenizer = Tokenizer::load(a.model.dir);
+  auto model = Transformer::load(a.model.dir, {.allow_unused_tensors = a.model.allow_unused_tensors});
   check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
-  std::unique_ptr<Eagle3Drafter> drafter;
-  std::unique_ptr<Eagle3Proposer> proposer;
-  if (speculative) {
-    drafter = Eagle3Drafter::load(a.spec.drafter, *model, {.aux_convention = aux_convention_flag(a.spec.aux_convention)});
-    proposer = std::make_unique<Eagle3Proposer>(*drafter);
-    std::fprintf(stderr, "%s\n", drafter->describe().c_str());
-  }
+  const std::unique_ptr<Speculation> speculation = Speculation::load(a.spec, *model);
   std::vector<int32_t> prompt;
   if (a.chat) {
-    const std::string text = render_chat(chat_format_for(a.model, tokenizer), {{"user", a.prompt}});
+    const std::string text = render_chat(chat_format_for(a.model.dir, tokenizer), {{"user", a.prompt}});
     prompt = tokenizer.encode(text, /*add_bos=*/false);
   } else {
     prompt = tokenizer.encode(a.prompt, tokenizer.adds_bos());
   }
-  const GenerationLimits limits{a.n_predict, a.ctx, model->config().eos_token_ids, a.batch};
+  const GenerationLimits limits{a.n_predict, a.context.context, model->config().eos_token_ids, a.context.batch};
   if (a.echo) std::cout << a.prompt << std::flush;
   StreamingDetokenizer detok(tokenizer);
   detok.skip(prompt);
+  bool started = false;
   const TokenSink stream = [&](int32_t token) {
+    if (!started) {  // the run is under way: every check has passed, so a failing command prints its error alone
+      started = true;
+      log_configuration("eaglet generate", {{"model", a.model.describe()},
+                                            {"threads", a.threads.describe()},
+                                            {"context", a.context.describe()},
+                                            {"sampling", describe(a.sampling)},
+                                            {"speculative", a.spec.describe()}});
+    }
     std::cout << detok.push(token) << std::flush;
     return true;
   };
-  bool warned = false;
-  const VerifyObserver observe = [&](const SpecStats& s) {
-    if (a.spec.log_every > 0 && s.verifies % a.spec.log_every == 0)
-      std::fprintf(stderr, "[verify %lld] %s; %s\n", static_cast<long long>(s.verifies), s.log_line().c_str(),
-                   s.time_line().c_str());
-    if (!warned && s.zero_acceptance()) {
-      warned = true;
-      std::fprintf(stderr,
-                   "\nWARNING: zero acceptance: %s after %lld verifies; the drafter's guesses never match this "
-                   "target. Check: the aux layers printed above are the ones the drafter was trained on "
-                   "(--aux-layer-convention), the drafter was trained for this target model, d2t holds offsets, "
-                   "and the drafter's layout flags (norm_before_residual, ...) match its training.\n\n",
-                   s.log_line().c_str(), static_cast<long long>(s.verifies));
-    }
-  };
+  RoundLog round_log(a.spec.log_every);
+  const VerifyObserver observe = [&](const SpecStats& s) { round_log.observe(s); };
+  std::unique_ptr<Proposer> proposer = speculation ? speculation->new_proposer() : nullptr;
   const SpeculativeResult r =
-      speculative ? generate_speculative(*model, *proposer, prompt,
-                                         {a.spec.draft_params(), a.spec.sampling_scheme(), a.sampling}, limits, stream,
+      speculation ? generate_speculative(*model, *proposer, prompt, speculation->config(a.sampling), limits, stream,
                                          observe)
                   : SpeculativeResult{generate_plain(*model, prompt, a.sampling, limits, stream)};
   std::cout << detok.flush() << std::flush;
@@ -90,8 +82,8 @@ int run_generate(const GenerateArgs& a) {
                static_cast<double>(prompt.size()) / r.prefill_seconds);
   std::fprintf(stderr, "decode: %zu tokens in %.3f s (%.2f tok/s, %d threads%s)\n", r.tokens.size(), r.decode_seconds,
                r.decode_seconds > 0 ? n_out / r.decode_seconds : 0.0, thread_pool().size(),
-               speculative ? ", eagle3" : "");
-  if (speculative) std::fprintf(stderr, "%s\n  %s\n", r.stats.summary().c_str(), r.stats.time_line().c_str());
+               speculation ? ", eagle3" : "");
+  if (speculation) std::fprintf(stderr, "%s\n  %s\n", r.stats.summary().c_str(), r.stats.time_line().c_str());
   if (a.compare) {
     const GenerationResult p = generate_plain(*model, prompt, a.sampling, limits);
     const double tok_s = n_out / (r.prefill_seconds + r.decode_seconds);
@@ -110,24 +102,17 @@ int run_generate(const GenerateArgs& a) {
 Command add_generate(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt (text to stdout, stats to stderr)");
   auto a = std::make_shared<GenerateArgs>();
-  cmd->add_option("-m,--model", a->model, "Hugging Face model folder (config.json, tokenizer.json, *.safetensors)")
-      ->required();
+  a->model.add_to(*cmd);
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text")->required();
   cmd->add_flag("--chat", a->chat, "Wrap the prompt in the model's chat format (Llama-3, ChatML, Llama-2)");
   cmd->add_option("-n,--n-predict", a->n_predict, "Number of tokens to generate")->check(at_least(1));
-  cmd->add_option("--temp", a->sampling.temperature, "Temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--top-p", a->sampling.top_p, "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--top-k", a->sampling.top_k, "Keep only the k most likely tokens (0 = all)")
-      ->check(at_least(0));
-  cmd->add_option("--seed", a->sampling.seed, "Random seed for sampling")->check(at_least(0));
-  add_threads_option(*cmd, a->threads);
-  cmd->add_option("-c,--ctx", a->ctx, "Context size in tokens (default: prompt + n)")->check(at_least(0));
-  cmd->add_option("-b,--batch", a->batch, "Prompt tokens per prefill forward")->check(at_least(1));
+  add_sampling_args(*cmd, a->sampling);
+  a->threads.add_to(*cmd);
+  a->context.add_to(*cmd, "Context size in tokens (default: prompt + n)");
   cmd->add_flag("--echo", a->echo, "Print the prompt before the continuation");
   cmd->add_flag("--compare", a->compare, "Also run the target alone on the same prompt and print the speedup");
-  cmd->add_flag("--allow-unused-tensors", a->allow_unused,
-                "Load even if the checkpoint holds tensors the model does not use (listed on stderr)");
-  add_spec_flags(*cmd, a->spec);
+  add_drafter_args(*cmd, a->spec);
+  add_round_args(*cmd, a->spec);
   return [a] { return run_generate(*a); };
 }
 

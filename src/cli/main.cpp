@@ -4,6 +4,7 @@
 #include <map>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -41,8 +42,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // The bench flag forms of the previous release, read as subcommands (a note says so).
+  std::vector<std::string> args = eaglet::cli::rewrite_bench_aliases(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;

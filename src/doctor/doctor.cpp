@@ -42,20 +42,20 @@ Report run_doctor(const DoctorOptions& o) {
   Tokenizer tokenizer = Tokenizer::load(o.target_dir);
   check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
 
-  const bool loads = check_load_contracts(o.drafter_dir, *target, o.aux_convention, r);
+  const bool loads = check_load_contracts(o.spec.drafter, *target, o.spec.load, r);
   DrafterConfig config;
   bool have_config = true;
   try {
-    config = DrafterConfig::load(o.drafter_dir);
+    config = DrafterConfig::load(o.spec.drafter);
   } catch (const Error&) {
     have_config = false;  // reported by the "config" check
   }
-  if (have_config) guarded(r, "conventions", [&] { check_conventions(config, *target, o.aux_convention, r); });
-  if (loads) guarded(r, "provenance", [&] { check_provenance(o.drafter_dir, *target, r); });
-  guarded(r, "tokenizer files", [&] { check_tokenizer_files(o.drafter_dir, o.target_dir, r); });
+  if (have_config) guarded(r, "conventions", [&] { check_conventions(config, *target, o.spec.load.aux_convention, r); });
+  if (loads) guarded(r, "provenance", [&] { check_provenance(o.spec.drafter, *target, r); });
+  guarded(r, "tokenizer files", [&] { check_tokenizer_files(o.spec.drafter, o.target_dir, r); });
   std::optional<TrainingRecord> record;
   try {
-    record = read_training_record(o.drafter_dir);
+    record = read_training_record(o.spec.drafter);
     check_training_record(record, o.target_dir, r);
   } catch (const Error& e) {
     r.fail("training record", e.what(), "fix or remove the file (eaglet's trainer writes it)");
@@ -65,7 +65,7 @@ Report run_doctor(const DoctorOptions& o) {
     r.warn("live checks", "not run: the drafter does not load (FAIL lines above)", "fix those first");
     return r;
   }
-  LiveInput live{o.drafter_dir, {}, o.max_tokens, o.aux_convention, record};
+  LiveInput live{o.spec, {}, o.max_tokens, record};
   const std::vector<std::string>& texts = o.prompts.empty() ? builtin_prompts() : o.prompts;
   std::optional<ChatFormat> format;
   if (o.chat) format = detect_chat_format(o.target_dir);

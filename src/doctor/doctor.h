@@ -6,16 +6,16 @@
 #include <vector>
 
 #include "doctor/check.h"
-#include "drafter/eagle3_config.h"
+#include "drafter/speculation.h"
 
 namespace eaglet::doctor {
 
 struct DoctorOptions {
-  std::string target_dir, drafter_dir;
+  std::string target_dir;
+  SpecOptions spec;                  // the drafter (-d) and how it is read
   std::vector<std::string> prompts;  // empty: the built-in generic prompts
   bool chat = false;                 // render each prompt as a user turn in the target's chat format
   int max_tokens = 48;               // generated per prompt and setting
-  std::optional<AuxConvention> aux_convention;
 };
 
 // A few generic prompts, for when the user gives none.

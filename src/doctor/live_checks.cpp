@@ -7,6 +7,7 @@
 
 #include "drafter/eagle3_drafter.h"
 #include "drafter/eagle3_proposer.h"
+#include "drafter/speculation.h"
 #include "generate/generation.h"
 #include "model/transformer.h"
 #include "sample/sampler.h"
@@ -25,19 +26,9 @@ std::string fmt(const char* format, double a, double b = 0, double c = 0) {
   return buf;
 }
 
-std::string setting_name(const DraftParams& p) {
-  return (p.topk == 1 ? "chain " : "tree ") + std::to_string(p.num_steps) + "/" + std::to_string(p.topk) + "/" +
-         std::to_string(p.num_draft_tokens);
-}
-
-bool same(const DraftParams& a, const DraftParams& b) {
-  return a.num_steps == b.num_steps && a.topk == b.topk && a.num_draft_tokens == b.num_draft_tokens;
-}
-
 double depth_rate(const SpecStats& s, size_t d) {
-  return d < s.depth_reached.size() && s.depth_reached[d] > 0
-             ? static_cast<double>(s.depth_accepted[d]) / static_cast<double>(s.depth_reached[d])
-             : 0.0;
+  const std::vector<double> depth = s.per_depth_acceptance();
+  return d < depth.size() ? depth[d] : 0.0;
 }
 
 struct Served {
@@ -51,8 +42,7 @@ Served serve(Transformer& target, Eagle3Drafter& drafter, const Prompts& prompts
   Served s;
   Eagle3Proposer proposer(drafter);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    const SpeculativeResult r =
-        generate_speculative(target, proposer, prompts[i], {p, SpecSampling::TargetOnly, {}}, limits);
+    const SpeculativeResult r = generate_speculative(target, proposer, prompts[i], {{p}, {}}, limits);
     s.stats.merge(r.stats);
     s.lossless = s.lossless && r.tokens == plain[i];
   }
@@ -108,9 +98,9 @@ void report_setting(Report& r, const std::string& name, const SpecStats& s, cons
   std::string reason = fmt("accept len %.2f, accept rate %.2f, draft acceptance %.1f%%", s.accept_length(),
                            s.accept_rate(), 100.0 * s.draft_acceptance()) +
                        ", per-depth";
-  for (size_t d = 0; d < s.depth_reached.size(); ++d) reason += fmt(" %.2f", depth_rate(s, d));
+  reason += " " + s.per_depth_line();
   reason += " (" + std::to_string(s.verifies) + " verifies)";
-  if (s.verifies >= 8 && s.accept_length() < kZeroAcceptLen) {
+  if (s.verifies >= 8 && s.accept_length() < SpecStats::kZeroAcceptLen) {
     const std::string diagnosis =
         tf.accuracy() >= 0.2
             ? fmt("; yet the teacher-forced step-0 accuracy is %.2f: the drafter is right when fed the features "
@@ -122,7 +112,7 @@ void report_setting(Report& r, const std::string& name, const SpecStats& s, cons
     r.fail("acceptance " + name,
            reason +
                fmt(": the zero-acceptance signature (accept len < %.2f, rate ~ 1/%.0f): nothing is accepted",
-                   kZeroAcceptLen, s.num_draft_tokens) +
+                   SpecStats::kZeroAcceptLen, s.num_draft_tokens) +
                diagnosis,
            kZeroCauses);
   } else if (s.accept_length() < kLowAcceptLen) {
@@ -187,7 +177,7 @@ void report_coverage(Report& r, const TeacherForced& tf, int64_t draft_vocab) {
 std::unique_ptr<Eagle3Drafter> load_variant(const std::string& dir, const Transformer& target, const DrafterOptions& o,
                                             std::string& why) {
   try {
-    return Eagle3Drafter::load(dir, target, o);
+    return Speculation::load_drafter(dir, o, target);
   } catch (const Error& e) {
     why = e.what();
     return nullptr;
@@ -217,8 +207,8 @@ void probe(Report& r, const std::string& name, const std::string& variant, std::
 }  // namespace
 
 void run_live_checks(Transformer& target, const LiveInput& in, Report& r) {
-  DrafterOptions options{.aux_convention = in.aux_convention, .norm_before_residual = std::nullopt};
-  std::unique_ptr<Eagle3Drafter> drafter = Eagle3Drafter::load(in.drafter_dir, target, options);
+  const DrafterOptions& options = in.spec.load;
+  std::unique_ptr<Eagle3Drafter> drafter = Speculation::load_drafter(in.spec.drafter, options, target);
   const GenerationLimits limits{in.max_tokens, 0, target.config().eos_token_ids, 256};
   Prompts plain, sequences;
   for (const auto& p : in.prompts) {
@@ -234,7 +224,7 @@ void run_live_checks(Transformer& target, const LiveInput& in, Report& r) {
   if (in.record)
     for (const auto& s : in.record->served) {
       bool known = false;
-      for (const auto& p : settings) known = known || same(p, s.params);
+      for (const auto& p : settings) known = known || p == s.params;
       if (!known && settings.size() < 4) settings.push_back(s.params);
     }
   bool lossless = true;
@@ -243,9 +233,8 @@ void run_live_checks(Transformer& target, const LiveInput& in, Report& r) {
     const Served s = serve(target, *drafter, in.prompts, plain, p, limits);
     lossless = lossless && s.lossless;
     stats.push_back(s.stats);
-    std::vector<double> depth;
-    for (size_t d = 0; d < s.stats.depth_reached.size(); ++d) depth.push_back(depth_rate(s.stats, d));
-    r.measured["settings"].push_back({{"setting", setting_name(p)},
+    const std::vector<double> depth = s.stats.per_depth_acceptance();
+    r.measured["settings"].push_back({{"setting", p.label()},
                                       {"accept_len", s.stats.accept_length()},
                                       {"accept_rate", s.stats.accept_rate()},
                                       {"draft_acceptance", s.stats.draft_acceptance()},
@@ -257,17 +246,17 @@ void run_live_checks(Transformer& target, const LiveInput& in, Report& r) {
   else
     r.fail("lossless", "greedy speculative output differs from the target alone: a bug in eaglet, not in the drafter",
            "report it with this drafter and these prompts");
-  for (size_t i = 0; i < settings.size(); ++i) report_setting(r, setting_name(settings[i]), stats[i], tf);
+  for (size_t i = 0; i < settings.size(); ++i) report_setting(r, settings[i].label(), stats[i], tf);
   report_step0(r, tf, stats[0], in.record);
   report_coverage(r, tf, drafter->config().draft_vocab_size);
 
   if (in.record)
     for (const auto& s : in.record->served) {
       size_t i = 0;
-      while (i < settings.size() && !same(settings[i], s.params)) ++i;
+      while (i < settings.size() && settings[i] != s.params) ++i;
       if (i == settings.size()) continue;
       const double now = stats[i].accept_length();
-      const std::string name = "served vs training " + setting_name(s.params);
+      const std::string name = "served vs training " + s.params.label();
       const std::string reason = fmt("accept len %.2f now vs %.2f recorded at training (WARN below %.0f%%, ", now,
                                      s.accept_len, 100 * kServedWarnRatio) +
                                  fmt("FAIL below %.0f%% of it)", 100 * kServedFailRatio);
@@ -290,13 +279,13 @@ void run_live_checks(Transformer& target, const LiveInput& in, Report& r) {
   };
   nlohmann::json& probes = r.measured["probes"] = nlohmann::json::object();
   if (!c.aux_layer_ids.empty()) {
-    const AuxConvention used = in.aux_convention.value_or(c.default_convention());
+    const AuxConvention used = options.aux_convention.value_or(c.default_convention());
     const AuxConvention other = used == AuxConvention::Input ? AuxConvention::Output : AuxConvention::Input;
     std::string why;
     DrafterOptions o = options;
     o.aux_convention = other;
     probe(r, "probe aux convention", std::string("ids read as ") + convention_name(other) + " of layer i",
-          load_variant(in.drafter_dir, target, o, why), why, base, measure,
+          load_variant(in.spec.drafter, target, o, why), why, base, measure,
           std::string("--aux-layer-convention ") + convention_name(other) +
               " (or write the ids in the convention of the drafter's layout)",
           probes);
@@ -307,7 +296,7 @@ void run_live_checks(Transformer& target, const LiveInput& in, Report& r) {
   DrafterOptions o = options;
   o.norm_before_residual = !c.norm_before_residual;
   const std::string flip = std::string("norm_before_residual ") + (c.norm_before_residual ? "false" : "true");
-  probe(r, "probe norm_before_residual", flip, load_variant(in.drafter_dir, target, o, why), why, base, measure,
+  probe(r, "probe norm_before_residual", flip, load_variant(in.spec.drafter, target, o, why), why, base, measure,
         "write \"norm_before_residual\": " + std::string(c.norm_before_residual ? "false" : "true") + " in config.json",
         probes);
 }

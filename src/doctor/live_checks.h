@@ -8,7 +8,7 @@
 
 #include "doctor/check.h"
 #include "doctor/training_record.h"
-#include "drafter/eagle3_config.h"
+#include "drafter/speculation.h"
 
 namespace eaglet {
 class Transformer;
@@ -17,15 +17,13 @@ class Transformer;
 namespace eaglet::doctor {
 
 struct LiveInput {
-  std::string drafter_dir;
+  SpecOptions spec;  // the drafter and how it is read
   std::vector<std::vector<int32_t>> prompts;
   int max_tokens = 48;
-  std::optional<AuxConvention> aux_convention;
   std::optional<TrainingRecord> record;
 };
 
 // Thresholds, stated in the reasons they produce.
-inline constexpr double kZeroAcceptLen = 1.05;   // below: nothing is accepted
 inline constexpr double kLowAcceptLen = 1.3;     // below: a WARN
 inline constexpr double kServedWarnRatio = 0.9;  // served accept len / recorded: WARN below
 inline constexpr double kServedFailRatio = 0.7;  // FAIL below

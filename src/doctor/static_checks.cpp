@@ -27,7 +27,7 @@ const char* fix_for(const std::string& contract) {
 
 }  // namespace
 
-bool check_load_contracts(const std::string& dir, const Transformer& target, std::optional<AuxConvention> convention,
+bool check_load_contracts(const std::string& dir, const Transformer& target, const DrafterOptions& options,
                           Report& r) {
   DrafterConfig config;
   if (!r.contract(
@@ -46,7 +46,7 @@ bool check_load_contracts(const std::string& dir, const Transformer& target, std
   const int64_t L = target.config().num_layers;
   std::vector<int> aux = config.aux_layer_ids.empty() ? target.default_aux_layers() : config.aux_layer_ids;
   bool ok = r.contract(
-      "aux layers", [&] { aux = resolve_aux_layers(config, L, convention); },
+      "aux layers", [&] { aux = resolve_aux_layers(config, L, options.aux_convention); },
       "hidden states " + ids_str(config.aux_layer_ids.empty() ? target.default_aux_layers() : aux) +
           " exist in the target",
       "eagle_aux_hidden_state_layer_ids must name layers of this target (0.." + std::to_string(L) +

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "doctor/check.h"
-#include "drafter/eagle3_config.h"
+#include "drafter/eagle3_drafter.h"
 
 namespace eaglet {
 class Transformer;
@@ -14,8 +14,8 @@ class Transformer;
 namespace eaglet::doctor {
 
 // Runs each load contract of the drafter against the target; true when all hold (the drafter loads).
-bool check_load_contracts(const std::string& drafter_dir, const Transformer& target,
-                          std::optional<AuxConvention> convention, Report& report);
+bool check_load_contracts(const std::string& drafter_dir, const Transformer& target, const DrafterOptions& options,
+                          Report& report);
 
 // Conventions and provenance; they need a config that loads (and, for provenance, the checkpoint).
 void check_conventions(const DrafterConfig& config, const Transformer& target, std::optional<AuxConvention> convention,

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <set>
@@ -17,6 +16,7 @@
 
 #include "io/json_util.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace eaglet {
 
@@ -321,8 +321,8 @@ void TensorConsumer::finish() {
     fail(checkpoint_.source(), ": ", description_, ": ", msg);
   }
   if (!unexpected.empty())
-    std::cerr << "warning: " << checkpoint_.source() << ": ignoring " << unexpected.size()
-              << " unused tensor(s) as requested: " << list_some(unexpected) << "\n";
+    log_warning(checkpoint_.source() + ": ignoring " + std::to_string(unexpected.size()) +
+                " unused tensor(s) as requested: " + list_some(unexpected));
 }
 
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,

@@ -85,7 +85,7 @@ class TensorConsumer {
   void problem(std::string what) { problems_.push_back(std::move(what)); }
   // Names the model knows and deliberately does not use (e.g. rotary_emb.inv_freq written by old converters).
   void declare_unused(const std::string& name, const std::string& why);
-  // Allow unexpected tensors (an explicit user opt-out; never the default). They are still listed on stderr.
+  // Allow unexpected tensors (an explicit user opt-out; never the default). They are still listed (util/log.h).
   void allow_unexpected(bool allow) { allow_unexpected_ = allow; }
 
   void finish();

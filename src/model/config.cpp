@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <iostream>
 
 #include "io/json_util.h"
 #include "model/architecture.h"
 #include "model/config_keys.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace eaglet {
 
@@ -63,9 +63,10 @@ void parse_yarn(RopeConfig& r, const json& s, const std::string& where, int64_t 
     r.attention_factor = static_cast<float>(yarn_get_mscale(r.factor));
   if (max_position > 0 && s.contains("original_max_position_embeddings") &&
       std::fabs(static_cast<double>(max_position) / static_cast<double>(r.original_max_position) - r.factor) > 1e-9)
-    std::cerr << "warning: " << where << ": factor " << r.factor << " differs from max_position_embeddings / "
-              << "original_max_position_embeddings = " << max_position << " / " << r.original_max_position
-              << "; eaglet uses factor, as current transformers does (some versions used the ratio)\n";
+    log_warning(strprintf("%s: factor %g differs from max_position_embeddings / original_max_position_embeddings = "
+                          "%lld / %lld; eaglet uses factor, as current transformers does (some versions used the ratio)",
+                          where.c_str(), r.factor, static_cast<long long>(max_position),
+                          static_cast<long long>(r.original_max_position)));
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 #include "model/tensor_list.h"
 
-#include <iostream>
 
 #include "util/error.h"
+#include "util/log.h"
 
 namespace eaglet {
 
@@ -71,11 +71,12 @@ LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list,
   }
   take.finish();
   for (const auto& [why, names] : ignored)
-    std::cerr << "note: " << checkpoint.source() << ": ignoring " << names.size() << " tensor(s) such as "
-              << names.front() << ": " << why << "\n";
+    log_note_once(checkpoint.source() + ": ignoring " + std::to_string(names.size()) + " tensor(s) such as " +
+                  names.front() + ": " + why);
   if (quantized > 0)
-    std::cerr << "note: " << checkpoint.source() << ": " << quantized << " of " << out.linears_.size()
-              << " projection weights are quantized (" << quant.description << "), the rest dense\n";
+    log_note_once(checkpoint.source() + ": " + std::to_string(quantized) + " of " +
+                  std::to_string(out.linears_.size()) + " projection weights are quantized (" + quant.description +
+                  "), the rest dense");
   return out;
 }
 

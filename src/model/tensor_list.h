@@ -52,7 +52,7 @@ class LoadedTensors {
 // Takes every tensor of `list` from the checkpoint. Missing required tensors, wrong shapes or dtypes, and tensors of
 // the checkpoint that are not on the list fail together, in one error naming them and `description`;
 // `allow_unlisted` is the user's explicit opt-out for the last (they are still printed). Unused tensors that are
-// present are printed on stderr with the reason; so are the Linears stored quantized, by format.
+// present are logged (util/log.h) with the reason; so are the Linears stored quantized, by format.
 LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list, const std::string& description,
                            bool allow_unlisted = false, const QuantConfig& quant = {});
 

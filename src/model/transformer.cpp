@@ -85,7 +85,7 @@ std::vector<int> usable_default_aux_layers(int64_t num_layers,
          "] to capture instead; an EAGLE-3 drafter needs a deeper target");
   fail("the default aux layers [", found, "] (2, L/2, L-3) of a ", num_layers, "-layer target ",
        repeats ? "repeat a layer" : "do not exist", ": ", how(instead),
-       " (the three distinct layers nearest the default; README, \"Aux layers\")");
+       " (the three distinct layers nearest the default; docs/commands.md, \"Aux hidden-state layers\")");
 }
 
 void Transformer::set_aux_layers(std::vector<int> ids) {

@@ -6,8 +6,15 @@
 #include <numeric>
 
 #include "util/error.h"
+#include "util/log.h"
 
 namespace eaglet {
+
+std::string describe(const SamplingParams& s) {
+  if (s.greedy()) return "greedy";
+  return strprintf("temperature %g, top-p %g, top-k %d, seed %llu", s.temperature, s.top_p, s.top_k,
+                   static_cast<unsigned long long>(s.seed));
+}
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {
   // Written as negations so that NaN, which fails every comparison, is refused too.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace eaglet {
@@ -15,6 +16,9 @@ struct SamplingParams {
   uint64_t seed = 0;
   bool greedy() const { return temperature <= 0.0f; }
 };
+
+// "greedy", or "temperature T, top-p P, top-k K, seed S": the effective sampling settings, for start-up logs.
+std::string describe(const SamplingParams& sampling);
 
 // argmax with the lowest index winning ties (as torch.argmax).
 int32_t argmax(std::span<const float> logits);

@@ -9,10 +9,13 @@
 #include "speculative/batched.h"
 #include "tokenizer/unicode_utf8.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace eaglet::server {
 
 namespace {
+
+std::string request_prefix(const Job& job) { return "request " + std::to_string(job.id) + ": "; }
 
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -24,22 +27,18 @@ std::string finish_reason(const Job& job, bool stop_matched, size_t generated) {
 
 }  // namespace
 
-Engine::Engine(const EngineOptions& o) : options_(o), tokenizer_(Tokenizer::load(o.model)) {
+Engine::Engine(const EngineOptions& o)
+    : options_(o), tokenizer_(Tokenizer::load(o.model)), round_log_(o.spec.log_every) {
   model_ = Transformer::load(o.model, {.allow_unused_tensors = o.allow_unused_tensors});
   check_tokenizer_fits(tokenizer_, model_->config().vocab_size, model_->config().file);
-  if (o.spec.enabled()) {
-    drafter_ = Eagle3Drafter::load(o.spec.drafter, *model_, {.aux_convention = aux_convention_flag(o.spec.aux_convention)});
-    proposer_ = std::make_unique<Eagle3Proposer>(*drafter_);
-    draft_ = o.spec.draft_params();
-    std::fprintf(stderr, "%s\n", drafter_->describe().c_str());
-  }
+  speculation_ = Speculation::load(o.spec, *model_);
   context_ = o.context > 0 ? o.context : model_->config().max_position_embeddings;
   if (context_ <= 0) context_ = 4096;
   try {
     chat_format_ = detect_chat_format(o.model);
   } catch (const Error& e) {
     no_chat_reason_ = e.what();
-    std::fprintf(stderr, "note: /v1/chat/completions is off: %s\n", e.what());
+    log_note(std::string("/v1/chat/completions is off: ") + e.what());
   }
 }
 
@@ -93,10 +92,9 @@ std::unique_ptr<Sequence> Engine::start(std::shared_ptr<Job> job_ptr, Metrics& m
   try {
     const int64_t context = generation_context(job.prompt, s->limits);
     if (spec) {
-      s->proposer = std::make_unique<Eagle3Proposer>(*drafter_);
+      s->proposer = speculation_->new_proposer();
       auto decoder = std::make_unique<SpeculativeDecoder>(
-          *model_, *s->proposer,
-          SpecConfig{draft_, options_.spec.sampling_scheme(), req.sampling, context, options_.prefill_batch});
+          *model_, *s->proposer, speculation_->config(req.sampling, context, options_.prefill_batch));
       s->spec = decoder.get();
       s->decoder = std::move(decoder);
     } else {
@@ -142,15 +140,8 @@ void Engine::observe_round(Sequence& s, Metrics& metrics) {
   metrics.verify(st.accepted - s.accepted_before + 1);
   s.origins.round(st.accepted - s.accepted_before);
   s.accepted_before = st.accepted;
-  if (options_.spec.log_every > 0 && st.verifies % options_.spec.log_every == 0)
-    std::fprintf(stderr, "[request %llu, verify %lld] %s; %s\n", static_cast<unsigned long long>(s.job->id),
-                 static_cast<long long>(st.verifies), st.log_line().c_str(), st.time_line().c_str());
-  if (!warned_zero_acceptance_ && st.zero_acceptance()) {
-    warned_zero_acceptance_ = true;
-    std::fprintf(stderr, "WARNING: zero acceptance: %s after %lld verifies; the drafter's guesses never match this "
-                 "target (check the aux layer convention and that the drafter was trained for this target)\n",
-                 st.log_line().c_str(), static_cast<long long>(st.verifies));
-  }
+  const LogContext request(request_prefix(*s.job));
+  round_log_.observe(st);
 }
 
 void Engine::step(std::span<Sequence* const> running, Metrics& metrics) {
@@ -199,12 +190,12 @@ JobResult Engine::finish(Sequence& s, Metrics& metrics) {
   const double e2e = seconds_between(job.arrival, Clock::now());
   metrics.request_finished(out.finish_reason, out.prompt_tokens, out.completion_tokens, e2e);
   if (out.speculative) metrics.spec_request(out.stats);
-  std::fprintf(stderr, "request %llu: prompt %lld tokens, %lld generated in %.3f s, finish %s%s%s\n",
-               static_cast<unsigned long long>(job.id), static_cast<long long>(out.prompt_tokens),
-               static_cast<long long>(out.completion_tokens), e2e, out.finish_reason.c_str(),
-               out.speculative ? "; " : "", out.speculative ? out.stats.log_line().c_str() : "");
-  if (!out.error.empty()) std::fprintf(stderr, "request %llu failed: %s\n", static_cast<unsigned long long>(job.id),
-                                       out.error.c_str());
+  const LogContext request(request_prefix(job));
+  log_info(strprintf("prompt %lld tokens, %lld generated in %.3f s, finish %s%s%s",
+                     static_cast<long long>(out.prompt_tokens), static_cast<long long>(out.completion_tokens), e2e,
+                     out.finish_reason.c_str(), out.speculative ? "; " : "",
+                     out.speculative ? out.stats.log_line().c_str() : ""));
+  if (!out.error.empty()) log_info("failed: " + out.error);
   return out;
 }
 

@@ -8,13 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "drafter/eagle3_drafter.h"
-#include "drafter/eagle3_proposer.h"
+#include "drafter/speculation.h"
 #include "model/transformer.h"
 #include "server/job.h"
 #include "server/metrics.h"
 #include "server/sequence.h"
-#include "speculative/options.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -48,19 +46,17 @@ class Engine {
   const Tokenizer& tokenizer() const { return tokenizer_; }
   int64_t context() const { return context_; }
   int64_t vocab_size() const { return model_->config().vocab_size; }
-  bool speculative() const { return proposer_ != nullptr; }
+  bool speculative() const { return speculation_ != nullptr; }
 
  private:
   EngineOptions options_;
   Tokenizer tokenizer_;
   std::unique_ptr<Transformer> model_;
-  std::unique_ptr<Eagle3Drafter> drafter_;
-  std::unique_ptr<Eagle3Proposer> proposer_;
-  DraftParams draft_;
+  std::unique_ptr<Speculation> speculation_;
   std::optional<ChatFormat> chat_format_;
   std::string no_chat_reason_;  // why chat requests are refused (no template)
   int64_t context_ = 0;
-  bool warned_zero_acceptance_ = false;
+  RoundLog round_log_;  // every sequence's rounds, the zero-acceptance warning once per server
 
   void observe_round(Sequence& s, Metrics& metrics);
   void push_tokens(Sequence& s, std::span<const int32_t> tokens);

@@ -9,6 +9,7 @@
 
 #include "server/routes.h"
 #include "util/error.h"
+#include "util/log.h"
 #include "util/thread_pool.h"
 
 namespace eaglet::server {
@@ -27,6 +28,12 @@ void wait_for_streams(const RouteContext& c, std::chrono::seconds limit) {
 
 }  // namespace
 
+std::string ServerOptions::describe() const {
+  return strprintf("%s:%d, max batch %d, row budget %d, queue %zu, body <= %zu bytes, %s", host.c_str(), port,
+                   engine.max_batch, engine.batch_row_budget, max_queue, max_body_bytes,
+                   api_key.empty() ? "no API key" : "API key required");
+}
+
 int serve(const ServerOptions& o) {
   // SIGTERM and SIGINT are taken by one thread (sigwait); blocked here, before any thread exists, so all inherit it.
   sigset_t stop_signals;
@@ -38,6 +45,7 @@ int serve(const ServerOptions& o) {
   set_num_threads(o.threads);
 
   Engine engine(o.engine);
+  if (o.on_loaded) o.on_loaded();
   Metrics metrics;
   Scheduler scheduler(engine, metrics, o.max_queue);
   RouteContext context{engine, scheduler, metrics};
@@ -63,16 +71,17 @@ int serve(const ServerOptions& o) {
     fail("serve: cannot listen on ", o.host, ":", o.port,
          " (the port is in use or the host is no address of this machine): pick another --port or --host");
   }
-  std::fprintf(stderr, "eaglet serve: listening on http://%s:%d (model %s, %s, context %lld tokens, batch %d, "
-               "row budget %d, queue %zu)\n",
-               o.host.c_str(), port, context.served_model.c_str(), engine.speculative() ? "eagle3" : "target alone",
-               static_cast<long long>(engine.context()), o.engine.max_batch, o.engine.batch_row_budget, o.max_queue);
+  log_info(strprintf("eaglet serve: listening on http://%s:%d (model %s, %s, context %lld tokens, batch %d, "
+                     "row budget %d, queue %zu)",
+                     o.host.c_str(), port, context.served_model.c_str(),
+                     engine.speculative() ? "eagle3" : "target alone", static_cast<long long>(engine.context()),
+                     o.engine.max_batch, o.engine.batch_row_budget, o.max_queue));
 
   std::thread stopper([&] {
     int received = 0;
     sigwait(&stop_signals, &received);
-    std::fprintf(stderr, "eaglet serve: %s: no new requests; cancelling the running and queued ones\n",
-                 received == SIGTERM ? "SIGTERM" : "SIGINT");
+    log_info(strprintf("eaglet serve: %s: no new requests; cancelling the running and queued ones",
+                       received == SIGTERM ? "SIGTERM" : "SIGINT"));
     context.stopping = true;
     scheduler.shutdown();
     wait_for_streams(context, std::chrono::seconds(10));
@@ -83,7 +92,7 @@ int serve(const ServerOptions& o) {
   if (!by_signal) pthread_kill(stopper.native_handle(), SIGTERM);  // listening failed: end the stopper
   stopper.join();
   if (!listened && !by_signal) fail("serve: the HTTP server stopped unexpectedly on ", o.host, ":", port);
-  std::fprintf(stderr, "eaglet serve: stopped\n");
+  log_info("eaglet serve: stopped");
   return 0;
 }
 

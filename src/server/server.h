@@ -1,6 +1,7 @@
 #pragma once
 // eaglet serve: an OpenAI-compatible HTTP server over one target (and optionally an EAGLE-3 drafter).
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "server/engine.h"
@@ -16,6 +17,8 @@ struct ServerOptions {
   size_t max_queue = 32;          // waiting requests beyond the running ones; more get 503
   size_t max_body_bytes = 1 << 22;
   int threads = 0;                // compute threads (0: all cores)
+  std::function<void()> on_loaded;  // called once the models are loaded (the CLI prints its configuration)
+  std::string describe() const;   // the effective server settings, one line
 };
 
 // Loads the models, listens, and serves until SIGTERM or SIGINT: then it stops accepting, cancels what is queued and

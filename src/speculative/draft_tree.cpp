@@ -5,23 +5,9 @@
 #include <numeric>
 
 #include "util/error.h"
-#include "util/int_list.h"
 #include "util/timer.h"
 
 namespace eaglet {
-
-DraftParams parse_draft_setting(const std::string& text, const std::string& what) {
-  const auto v = parse_int_list(text, what);
-  if (v.size() != 3 || v[0] < 1 || v[0] > 64 || v[1] < 1 || v[1] > 64 || v[2] < 2 ||
-      v[2] > kMaxDraftTokens)
-    fail(what, " '", text, "': expected steps,topk,draft_tokens with steps and topk in [1, 64] and draft tokens in "
-         "[2, ", kMaxDraftTokens, "] (as generate's flags)");
-  return DraftParams{v[0], v[1], v[2]}.resolved();
-}
-
-std::string draft_setting_name(const DraftParams& p) {
-  return std::to_string(p.num_steps) + "," + std::to_string(p.topk) + "," + std::to_string(p.num_draft_tokens);
-}
 
 int DraftTree::max_depth() const {
   int d = 0;
@@ -98,17 +84,6 @@ std::vector<float> to_target_vocab(const std::vector<float>& q_draft, const Prop
 }
 
 }  // namespace
-
-DraftParams DraftParams::resolved(std::string* note) const {
-  DraftParams p = *this;
-  if (topk == 1 && num_draft_tokens != num_steps + 1) {
-    p.num_draft_tokens = num_steps + 1;
-    if (note != nullptr)
-      *note = "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 = " + std::to_string(num_steps + 1) +
-              " because speculative_eagle_topk is 1 (a chain)";
-  }
-  return p;
-}
 
 DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_vocab, const DraftParams& p,
                      const SamplingParams* sampling, Sampler* sampler) {

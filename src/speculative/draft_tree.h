@@ -11,32 +11,13 @@
 // the best node of each depth gets k children, while the budget lasts. That keeps recursive rejection sampling exact.
 #include <cstdint>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "sample/sampler.h"
+#include "speculative/draft_params.h"
 #include "speculative/proposer.h"
 
 namespace eaglet {
-
-// The most nodes one round verifies (num_draft_tokens, root included): a verify batch must stay within the rows a
-// forward computes exactly as one token at a time (kMaxVerifyRows, model/block.h; speculative.cpp asserts it).
-constexpr int kMaxDraftTokens = 128;
-
-struct DraftParams {
-  int num_steps = 5;         // maximum depth
-  int topk = 4;              // children per expanded node
-  int num_draft_tokens = 8;  // nodes verified, root included
-
-  // SGLang's rule: with topk 1 (a chain) num_draft_tokens is num_steps + 1. Returns the adjusted params; `note`, if
-  // given, receives a line saying so when it changed anything.
-  DraftParams resolved(std::string* note = nullptr) const;
-};
-
-// "steps,topk,draft_tokens" (bench --setting, train-draft --eval-settings), resolved; out of range is an Error
-// naming `what`.
-DraftParams parse_draft_setting(const std::string& text, const std::string& what);
-std::string draft_setting_name(const DraftParams& p);  // "5,4,8"
 
 struct DraftNode {
   int32_t token = 0;   // target-vocabulary id

@@ -12,22 +12,23 @@ static_assert(kMaxDraftTokens <= kMaxVerifyRows, "a verify batch must stay in th
 
 SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, const SpecConfig& config)
     : target_(target), proposer_(proposer), config_(config), sampler_(config.sampling) {
-  if (config_.draft.topk < 1 || config_.draft.num_steps < 1 || config_.draft.num_draft_tokens < 2)
+  const DraftParams& d = config_.round.draft;
+  if (d.topk < 1 || d.num_steps < 1 || d.num_draft_tokens < 2)
     fail("speculative decoding needs topk >= 1, num_steps >= 1 and num_draft_tokens >= 2");
   // A verify batch of the naive MLA form's size would round differently from decoding: greedy output would no
   // longer equal the target's own.
   const int64_t limit = std::min<int64_t>(kMaxDraftTokens, target_.mla_form_policy().naive_min_rows - 1);
-  if (config_.draft.num_draft_tokens > limit)
-    fail("--speculative-num-draft-tokens ", config_.draft.num_draft_tokens, ": at most ", limit,
+  if (d.num_draft_tokens > limit)
+    fail("--speculative-num-draft-tokens ", d.num_draft_tokens, ": at most ", limit,
          " tokens are verified per round (larger batches are not computed exactly as one token at a time); lower it");
   target_.set_aux_layers(proposer_.aux_layers());
   // A greedy chain reads only the drafter's best id after each node (draft_tree).
-  proposer_.set_best_only(config_.draft.topk == 1 && !sampled_tree());
+  proposer_.set_best_only(d.topk == 1 && !sampled_tree());
   // Room for the round's tree on top of the context.
-  const int64_t slack = config_.draft.num_draft_tokens + 1;
+  const int64_t slack = d.num_draft_tokens + 1;
   target_cache_ = target_.make_cache(config_.context + slack);
-  proposer_capacity_ = config_.context + slack + config_.draft.num_steps * config_.draft.topk;
-  stats_.num_draft_tokens = config_.draft.num_draft_tokens;
+  proposer_capacity_ = config_.context + slack + d.num_steps * d.topk;
+  stats_.num_draft_tokens = d.num_draft_tokens;
 }
 
 int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
@@ -66,11 +67,11 @@ void SpeculativeDecoder::step(std::vector<int32_t>& out) {
 
 SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
   const int64_t P = target_cache_.size();  // the root's position
-  if (P >= config_.context || P + config_.draft.num_draft_tokens + 1 > target_cache_.capacity())
+  if (P >= config_.context || P + config_.round.draft.num_draft_tokens + 1 > target_cache_.capacity())
     fail("context of ", config_.context, " tokens is full (raise --ctx)");
   round_timer_ = Timer();
   undrafted_ = draft_tokens <= 0;
-  DraftParams params = config_.draft;
+  DraftParams params = config_.round.draft;
   params.num_draft_tokens = std::min(params.num_draft_tokens, std::max(draft_tokens, 0) + 1);
   params.num_steps = static_cast<int>(std::min<int64_t>({params.num_steps, config_.context - 1 - P,
                                                          params.num_draft_tokens - 1}));
@@ -92,38 +93,63 @@ SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
 
 void SpeculativeDecoder::finish(size_t index, std::vector<int32_t>& out) {
   const int64_t P = target_cache_.size();
-  const int64_t V = target_.config().vocab_size;
   const double verified = round_timer_.seconds();
   const float* logits = target_.logits_row(target_.first_logits_row(index));
+  const Acceptance acc = accept_path(logits);
+  std::vector<int32_t> kept = {0};  // the root and the accepted path, as tree node indices
+  kept.insert(kept.end(), acc.path.begin(), acc.path.end());
+  keep_aux_rows(index, kept);
+  commit_kv(kept);
+  const std::vector<int32_t> pair_tokens = emit_tokens(kept, acc, logits, out);
+  root_token_ = acc.bonus;
+  const double committed = round_timer_.seconds();
+  extend_proposer(pair_tokens, P);
+  record_round_time(verified, committed, round_timer_.seconds());
+}
 
-  // Accept; keep the root and the accepted path in the target cache; the bonus token becomes the next root.
-  const Acceptance acc = accept(tree_, logits, V, config_.sampling, config_.scheme, sampler_);
-  const int64_t N = static_cast<int64_t>(tree_.nodes.size());
+Acceptance SpeculativeDecoder::accept_path(const float* logits) {
+  const Acceptance acc =
+      accept(tree_, logits, target_.config().vocab_size, config_.sampling, config_.round.scheme, sampler_);
   if (undrafted_)
     ++stats_.plain_steps;
   else
-    stats_.record(tree_.max_depth(), static_cast<int>(N - 1), static_cast<int>(acc.path.size()));
-  std::vector<int32_t> kept = {0};
-  for (int i : acc.path) kept.push_back(i);
+    stats_.record(tree_.max_depth(), static_cast<int>(tree_.nodes.size()) - 1, static_cast<int>(acc.path.size()));
+  return acc;
+}
+
+// The target's aux states of the kept nodes: the proposer's input for the pairs they start.
+void SpeculativeDecoder::keep_aux_rows(size_t index, std::span<const int32_t> kept) {
   const int64_t W = target_.aux_width();
   const float* aux = target_.aux_hidden().data() + target_.first_row(index) * W;
   aux_rows_.resize(kept.size() * static_cast<size_t>(W));
   for (size_t i = 0; i < kept.size(); ++i)
     std::memcpy(&aux_rows_[i * static_cast<size_t>(W)], aux + kept[i] * W, static_cast<size_t>(W) * sizeof(float));
+}
+
+void SpeculativeDecoder::commit_kv(std::span<const int32_t> kept) {
   target_cache_.commit(kept);
+}
+
+// kept[i]'s row is the target's distribution of the token after it: the next accepted node, or the bonus. Those
+// tokens are the round's output and the proposer's pair tokens.
+std::vector<int32_t> SpeculativeDecoder::emit_tokens(std::span<const int32_t> kept, const Acceptance& acc,
+                                                     const float* logits, std::vector<int32_t>& out) {
+  const int64_t V = target_.config().vocab_size;
   std::vector<int32_t> pair_tokens;
   for (size_t i = 0; i < kept.size(); ++i) {
-    // kept[i]'s row is the target's distribution of the token after it: the next accepted node, or the bonus.
     const int32_t token = i + 1 < kept.size() ? tree_.nodes[static_cast<size_t>(kept[i + 1])].token : acc.bonus;
     record_logprob(logits + kept[i] * V, V, token);
     pair_tokens.push_back(token);
     out.push_back(token);
   }
-  root_token_ = acc.bonus;
-  const double committed = round_timer_.seconds();
+  return pair_tokens;
+}
 
-  proposer_.extend(pair_tokens, aux_rows_.data(), static_cast<int32_t>(P));
-  const double extended = round_timer_.seconds();
+void SpeculativeDecoder::extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position) {
+  proposer_.extend(pair_tokens, aux_rows_.data(), static_cast<int32_t>(root_position));
+}
+
+void SpeculativeDecoder::record_round_time(double verified, double committed, double extended) {
   stats_.time.draft += draft_forward_seconds_;
   stats_.time.select += drafted_seconds_ - draft_forward_seconds_;
   stats_.time.verify += verified - drafted_seconds_;

@@ -20,9 +20,14 @@
 
 namespace eaglet {
 
-struct SpecConfig {
+// How every round of a run drafts and verifies: set from the --speculative-* flags (drafter/speculation.h).
+struct RoundOptions {
   DraftParams draft;
-  SpecSampling scheme = SpecSampling::TargetOnly;
+  SpecSampling scheme = SpecSampling::TargetOnly;  // verification at temperature > 0
+};
+
+struct SpecConfig {
+  RoundOptions round;
   SamplingParams sampling;
   int64_t context = 4096;  // target context (tokens); the caches are sized from it
   int prefill_batch = 256;
@@ -41,10 +46,11 @@ class SpeculativeDecoder : public BatchedSequence {
   void step(std::vector<int32_t>& out);
 
   // The round in two halves around a shared target forward (batched.h). plan drafts a tree of at most
-  // `draft_tokens` tokens (0: the root alone, a plain step that is not counted as a verify).
+  // `draft_tokens` tokens (0: the root alone, a plain step that is not counted as a verify); finish reads the
+  // target's rows of sequence `index`: accept a path, keep its aux rows, commit its KV, extend the proposer.
   SequenceBatch plan(int draft_tokens) override;
   void finish(size_t index, std::vector<int32_t>& out) override;
-  int max_draft_tokens() const override { return config_.draft.num_draft_tokens - 1; }
+  int max_draft_tokens() const override { return config_.round.draft.num_draft_tokens - 1; }
   int64_t context() const override { return config_.context; }
 
   const SpecStats& stats() const { return stats_; }
@@ -52,7 +58,15 @@ class SpeculativeDecoder : public BatchedSequence {
 
  private:
   // Drafts are drawn from the drafter's distribution (verification with q), not its top-k.
-  bool sampled_tree() const { return !config_.sampling.greedy() && config_.scheme == SpecSampling::DraftQ; }
+  bool sampled_tree() const { return !config_.sampling.greedy() && config_.round.scheme == SpecSampling::DraftQ; }
+  // finish's steps, in order (SGLang's forward_batch_generation names its steps the same way).
+  Acceptance accept_path(const float* logits);
+  void keep_aux_rows(size_t index, std::span<const int32_t> kept);
+  void commit_kv(std::span<const int32_t> kept);
+  std::vector<int32_t> emit_tokens(std::span<const int32_t> kept, const Acceptance& acc, const float* logits,
+                                   std::vector<int32_t>& out);
+  void extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position);
+  void record_round_time(double verified, double committed, double extended);
   Transformer& target_;
   Proposer& proposer_;
   SpecConfig config_;

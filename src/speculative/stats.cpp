@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "util/log.h"
+
 namespace eaglet {
 
 void SpecStats::record(int tree_depth, int drafted_tokens, int accepted_tokens) {
@@ -47,6 +49,20 @@ double SpecStats::draft_acceptance() const {
   return drafted ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0;
 }
 
+std::vector<double> SpecStats::per_depth_acceptance() const {
+  std::vector<double> out;
+  for (size_t d = 0; d < depth_reached.size(); ++d)
+    out.push_back(depth_reached[d] ? static_cast<double>(depth_accepted[d]) / static_cast<double>(depth_reached[d])
+                                   : 0.0);
+  return out;
+}
+
+std::string SpecStats::per_depth_line() const {
+  std::string s;
+  for (const double a : per_depth_acceptance()) s += strprintf("%s%.2f", s.empty() ? "" : " ", a);
+  return s;
+}
+
 std::string SpecStats::log_line() const {
   char buf[96];
   std::snprintf(buf, sizeof buf, "accept len: %.2f, accept rate: %.2f", accept_length(), accept_rate());
@@ -62,11 +78,8 @@ std::string SpecStats::summary() const {
                 static_cast<long long>(verifies), static_cast<long long>(drafted), static_cast<long long>(accepted),
                 100.0 * draft_acceptance(), verifies ? static_cast<double>(accepted) / verifies : 0.0);
   s += buf;
-  for (size_t d = 0; d < depth_reached.size(); ++d) {
-    std::snprintf(buf, sizeof buf, " d%zu %.2f", d + 1,
-                  depth_reached[d] ? static_cast<double>(depth_accepted[d]) / depth_reached[d] : 0.0);
-    s += buf;
-  }
+  const std::vector<double> depth = per_depth_acceptance();
+  for (size_t d = 0; d < depth.size(); ++d) s += strprintf(" d%zu %.2f", d + 1, depth[d]);
   return s;
 }
 
@@ -83,6 +96,24 @@ std::string SpecStats::time_line() const {
          part("accept+commit", time.accept_commit) + ", " + part("drafter extend", time.extend);
 }
 
-bool SpecStats::zero_acceptance() const { return verifies >= 32 && accept_length() < 1.05; }
+bool SpecStats::zero_acceptance() const { return verifies >= 32 && accept_length() < kZeroAcceptLen; }
+
+std::string SpecStats::zero_acceptance_warning() const {
+  return strprintf("zero acceptance: %s after %lld verifies; the drafter's guesses never match this target. Check: "
+                   "the aux layers printed above are the ones the drafter was trained on (--aux-layer-convention), "
+                   "the drafter was trained for this target model, d2t holds offsets, and the drafter's layout flags "
+                   "(norm_before_residual, ...) match its training (eaglet doctor checks each)",
+                   log_line().c_str(), static_cast<long long>(verifies));
+}
+
+void RoundLog::observe(const SpecStats& s) {
+  if (log_every_ > 0 && s.verifies > 0 && s.verifies % log_every_ == 0)
+    log_info(strprintf("[verify %lld] %s; %s", static_cast<long long>(s.verifies), s.log_line().c_str(),
+                       s.time_line().c_str()));
+  if (!warned_ && s.zero_acceptance()) {
+    warned_ = true;
+    log_warning(s.zero_acceptance_warning());
+  }
+}
 
 }  // namespace eaglet

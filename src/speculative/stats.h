@@ -1,5 +1,6 @@
 #pragma once
-// Acceptance statistics, with SGLang's log definitions and the plain ones beside them.
+// Acceptance statistics, with SGLang's log definitions and the plain ones beside them. Every front end reports them
+// through these methods: the figures, their lines and the zero-acceptance warning are written here only.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,11 +30,28 @@ struct SpecStats {
   double accept_length() const;
   double accept_rate() const;
   double draft_acceptance() const;  // accepted / drafted (vLLM, llama.cpp)
+  // [d]: accepted at depth d+1 / trees reaching depth d+1 (0 where none reached it).
+  std::vector<double> per_depth_acceptance() const;
+  std::string per_depth_line() const;  // "0.91 0.80 0.62"
   std::string log_line() const;     // "accept len: X.XX, accept rate: Y.YY"
   std::string summary() const;      // the log line plus the plain figures and per-depth acceptance
   // "round time per verify: draft steps 31% (1.2 ms), tree selection ..., verify ..., accept+commit ..., drafter extend ..."
   std::string time_line() const;
-  bool zero_acceptance() const;     // >= 32 verifies and accept len < 1.05
+  static constexpr double kZeroAcceptLen = 1.05;  // below: nothing is accepted
+  bool zero_acceptance() const;     // >= 32 verifies and accept len < kZeroAcceptLen
+  std::string zero_acceptance_warning() const;  // what it means and what to check
+};
+
+// The log a run writes as it goes (generate, serve): the acceptance line and the round's time split every
+// `log_every` verifies, and the zero-acceptance warning once per run (util/log.h).
+class RoundLog {
+ public:
+  explicit RoundLog(int log_every) : log_every_(log_every) {}
+  void observe(const SpecStats& stats);  // after each verify
+
+ private:
+  int log_every_;
+  bool warned_ = false;
 };
 
 }  // namespace eaglet

@@ -20,6 +20,7 @@
 #include "train/draft_vocab.h"
 #include "util/error.h"
 #include "util/int_list.h"
+#include "util/log.h"
 #include "util/timer.h"
 
 namespace eaglet {
@@ -63,14 +64,14 @@ class Progress {
     if (!on_) return;
     const double s = timer_.seconds(), rate = s > 0 ? static_cast<double>(computed) / s : 0.0;
     const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
-    std::fprintf(stderr, "\rextract: %lld / %lld tokens (%.1f%%), %.0f tok/s, ETA %d:%02d, shard %lld / %lld   ",
+    log_progress(strprintf("extract: %lld / %lld tokens (%.1f%%), %.0f tok/s, ETA %d:%02d, shard %lld / %lld   ",
                  static_cast<long long>(done), static_cast<long long>(total_),
                  total_ > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0, rate,
                  static_cast<int>(eta) / 60, static_cast<int>(eta) % 60, static_cast<long long>(shard),
-                 static_cast<long long>(shards));
+                 static_cast<long long>(shards)));
   }
   void finish() {
-    if (on_) std::fprintf(stderr, "\n");
+    if (on_) log_progress_done();
   }
 
  private:
@@ -187,10 +188,10 @@ class Replies {
     ++count_;
     tokens_ += static_cast<int64_t>(reply.size());
     if (show_)
-      std::fprintf(stderr, "\rregenerate: %llu replies (%lld from %s), %lld tokens, %.0f tok/s   ",
+      log_progress(strprintf("regenerate: %llu replies (%lld from %s), %lld tokens, %.0f tok/s   ",
                    static_cast<unsigned long long>(count_), static_cast<long long>(reused_),
                    path_.filename().string().c_str(), static_cast<long long>(tokens_),
-                   static_cast<double>(tokens_) / std::max(1e-9, timer_.seconds()));
+                   static_cast<double>(tokens_) / std::max(1e-9, timer_.seconds())));
     return reply;
   }
 
@@ -296,7 +297,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
     dataset.continue_prompt = prompt_continuer(*target, o, replies);
   }
   std::vector<TrainingRow> rows = parse_training_rows(data, o.data_file, tokenizer, o.model_dir, dataset);
-  if (o.regenerate && o.progress) std::fprintf(stderr, "\n");
+  if (o.regenerate && o.progress) log_progress_done();
   if (replies) sum.replies_reused = replies->reused();
   target->set_aux_layers(capture);  // sorted: the final state comes last
   const int64_t n_aux = static_cast<int64_t>(aux.size());

@@ -10,6 +10,7 @@
 #include "train/extract.h"
 #include "util/error.h"
 #include "util/int_list.h"
+#include "util/log.h"
 
 namespace eaglet {
 
@@ -41,9 +42,9 @@ class OnlineData : public TrainingData {
     d2t_ = v.d2t;
     t2d_ = v.t2d;
     for (const TrainingRow& r : rows_) tokens_ += static_cast<int64_t>(r.ids.size());
-    std::fprintf(stderr, "train-draft: online from %s: %zu rows, %lld tokens, the target's forward per batch; draft "
-                 "vocabulary %lld (coverage %.1f%%)\n", o.data_file.c_str(), rows_.size(),
-                 static_cast<long long>(tokens_), static_cast<long long>(n), 100.0 * v.coverage);
+    log_info(strprintf("train-draft: online from %s: %zu rows, %lld tokens, the target's forward per batch; draft "
+                       "vocabulary %lld (coverage %.1f%%)", o.data_file.c_str(), rows_.size(),
+                       static_cast<long long>(tokens_), static_cast<long long>(n), 100.0 * v.coverage));
   }
 
   std::vector<SequenceRef> sequences(int64_t max_length) const override {

@@ -2,6 +2,7 @@
 
 #include "drafter/eagle3_drafter.h"
 #include "drafter/eagle3_proposer.h"
+#include "drafter/speculation.h"
 #include "generate/generation.h"
 #include "model/transformer.h"
 #include "speculative/loop.h"
@@ -22,7 +23,7 @@ std::vector<ServedAcceptance> measure_served_acceptance(Transformer& target, con
                                                         const std::vector<std::vector<int32_t>>& prompts,
                                                         const std::vector<std::vector<int32_t>>& plain,
                                                         const std::vector<DraftParams>& settings, int max_tokens) {
-  auto drafter = Eagle3Drafter::load(drafter_dir, target, {});
+  auto drafter = Speculation::load_drafter(drafter_dir, {}, target);
   Eagle3Proposer proposer(*drafter);
   const GenerationLimits limits{max_tokens, 0, target.config().eos_token_ids, 256};
   std::vector<ServedAcceptance> out;
@@ -30,13 +31,12 @@ std::vector<ServedAcceptance> measure_served_acceptance(Transformer& target, con
     ServedAcceptance a{setting, 0, {}, true};
     SpecStats stats;
     for (size_t i = 0; i < prompts.size(); ++i) {
-      const SpeculativeResult r = generate_speculative(target, proposer, prompts[i], {setting, {}, {}}, limits);
+      const SpeculativeResult r = generate_speculative(target, proposer, prompts[i], {{setting}, {}}, limits);
       a.identical = a.identical && r.tokens == plain[i];
       stats.merge(r.stats);
     }
     a.accept_len = stats.accept_length();
-    for (size_t d = 0; d < stats.depth_reached.size(); ++d)
-      a.per_depth.push_back(stats.depth_reached[d] ? static_cast<double>(stats.depth_accepted[d]) / stats.depth_reached[d] : 0.0);
+    a.per_depth = stats.per_depth_acceptance();
     out.push_back(std::move(a));
   }
   return out;

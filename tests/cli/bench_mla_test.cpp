@@ -1,4 +1,4 @@
-// eaglet bench --mla-forms: one MLA layer of Moonlight's shape in both forms. Timings are never checked; the table's
+// eaglet bench mla: one MLA layer of Moonlight's shape in both forms. Timings are never checked; the table's
 // rows and the form the cost model chooses for each are (model/mla_form.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@ using ::testing::HasSubstr;
 using test::run_command;
 
 TEST(CliBenchMla, BothFormsTimedAndTheChoiceFollowsTheCostModel) {
-  const auto r = run_command(test::eaglet_bin() + " bench --mla-forms --contexts 0,300 --batch-sizes 129,512 --repeats 1");
+  const auto r = run_command(test::eaglet_bin() + " bench mla --contexts 0,300 --batch-sizes 129,512 --repeats 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("| cached | M | absorbed ms | naive ms | naive / absorbed | cost model's ratio (attention only) | chosen |"));
   // 129 rows: above the verify bound but short of the naive form's break-even (~205 rows without a cache).

@@ -1,4 +1,4 @@
-// eaglet bench --cost-curve on the MoE shapes at test size (moe-tiny: Moonlight's structure, 16 experts top-4, 2 MoE
+// eaglet bench moe on the MoE shapes at test size (moe-tiny: Moonlight's structure, 16 experts top-4, 2 MoE
 // layers): the checkpoint is written as DeepSeek stores FP8, and the counts the table is built on hold (experts run
 // per layer between top-k and min(experts, M x top-k), nondecreasing in M; bytes = dense + experts run x one expert).
 // Timings are never checked.
@@ -24,7 +24,7 @@ const std::string& synthetic_dir() {  // made once per process: the tests share 
   return dir;
 }
 std::string bench(const std::string& args) {
-  return test::eaglet_bin() + " bench --cost-curve --shape moe-tiny --synthetic-dir " + synthetic_dir() +
+  return test::eaglet_bin() + " bench moe --shape moe-tiny --synthetic-dir " + synthetic_dir() +
          " -t 1 --repeats 1 --contexts 8 " + args;
 }
 
@@ -85,10 +85,10 @@ TEST(CliBenchMoe, Bf16TablePrintsTheCurveAndTheCeilingFormula) {
 
 TEST(CliBenchMoe, MisuseIsLoud) {
   const std::string dir = " --synthetic-dir " + synthetic_dir();
-  auto r = run_command(test::eaglet_bin() + " bench --plain --shape moe-tiny" + dir);
+  auto r = run_command(test::eaglet_bin() + " bench plain --shape moe-tiny" + dir);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("the MoE shapes are for --cost-curve"));
-  r = run_command(test::eaglet_bin() + " bench --cost-curve --shape 1b --weights fp8" + dir);
+  EXPECT_THAT(r.err, HasSubstr("the MoE shapes are for `eaglet bench moe`"));
+  r = run_command(test::eaglet_bin() + " bench cost --shape 1b --weights fp8" + dir);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("the Llama shapes are written bf16"));
   r = run_command(bench("--weights fp4"));

@@ -1,4 +1,4 @@
-// eaglet bench --serve on the tiny echo pair: the table's structure and numbers that must add up (timings are only
+// eaglet bench serve on the tiny echo pair: the table's structure and numbers that must add up (timings are only
 // checked to be positive and ordered, never against a speed).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@ using test::run_command;
 
 std::string drafter(const std::string& name) { return test::fixtures_dir() + "/drafters/" + name; }
 std::string bench_serve(const std::string& args) {
-  return test::eaglet_bin() + " bench --serve -m " + drafter("targets/echo_fp32") + " -t 1 -c 256 " + args;
+  return test::eaglet_bin() + " bench serve -m " + drafter("targets/echo_fp32") + " -t 1 -c 256 " + args;
 }
 std::string prompts_file() {
   const std::string path = test::temp_dir("bench_serve") + "/prompts.jsonl";
@@ -92,7 +92,7 @@ TEST(CliBenchServe, BadInputIsOneLine) {
   auto r = run_command(bench_serve("--clients 1"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--prompts FILE is required"));
-  r = run_command(test::eaglet_bin() + " bench --serve --url ftp://x --prompts " + prompts_file());
+  r = run_command(test::eaglet_bin() + " bench serve --url ftp://x --prompts " + prompts_file());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("--url: expected http://HOST:PORT, found 'ftp://x'"));
   r = run_command(bench_serve("--prompts " + prompts_file() + " --clients 0"));

@@ -175,7 +175,7 @@ TEST(CliSpeculative, SameTextAsTargetAloneWithAcceptanceReport) {
 TEST(CliBench, SpeculativeBenchReportsAcceptanceAndIdentity) {
   const std::string prompts = test::temp_dir("cli_bench") + "/prompts.jsonl";
   test::write_file(prompts, "{\"prompt\": \"def f(x): return x\"}\n{\"prompt\": \"class A:\"}\n");
-  const auto r = run_command(eaglet("bench --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
+  const auto r = run_command(eaglet("bench spec --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
                                     " --prompts " + prompts + " -n 24 --setting 3,1,4 --setting 3,2,6"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -185,12 +185,12 @@ TEST(CliBench, SpeculativeBenchReportsAcceptanceAndIdentity) {
     EXPECT_GE(run["accept_len"].get<double>(), 3.9);
   }
   // --draft-head full on a head too small to be screened: the same two rows, each with the whole head, and a note.
-  const auto full = run_command(eaglet("bench --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
+  const auto full = run_command(eaglet("bench spec --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
                                        " --prompts " + prompts + " -n 8 --setting 3,1,4 --setting 3,2,6 --draft-head full"));
   ASSERT_EQ(full.exit_code, 0) << full.err;
   EXPECT_EQ(nlohmann::json::parse(full.out)["runs"].size(), 2u);
   EXPECT_THAT(full.err, HasSubstr("--draft-head full: this drafter's head is not screened here"));
-  const auto curve = run_command(eaglet("bench --cost-curve -m " + tiny("llama_fp32") +
+  const auto curve = run_command(eaglet("bench cost -m " + tiny("llama_fp32") +
                                         " --contexts 16 --batch-sizes 1,4 --repeats 1"));
   ASSERT_EQ(curve.exit_code, 0) << curve.err;
   EXPECT_THAT(curve.out, HasSubstr("| 4 |"));
@@ -200,7 +200,7 @@ TEST(CliBench, SpeculativeBenchReportsAcceptanceAndIdentity) {
 }
 
 TEST(CliBench, PeakProbesAndLayerMatmuls) {
-  const auto r = run_command(eaglet("bench --peak --batch-sizes 2 --repeats 1 -t 2"));
+  const auto r = run_command(eaglet("bench peak --batch-sizes 2 --repeats 1 -t 2"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("memory read bandwidth (probe, 1 thread)"));
   EXPECT_THAT(r.out, HasSubstr("compute peak (probe, 2 threads)"));
@@ -209,24 +209,39 @@ TEST(CliBench, PeakProbesAndLayerMatmuls) {
 }
 
 TEST(CliBench, KernelCurveTimesEachBatchSize) {
-  const auto r = run_command(eaglet("bench --kernel-curve --batch-sizes 1,3 --repeats 1 -t 1"));
+  const auto r = run_command(eaglet("bench kernels --batch-sizes 1,3 --repeats 1 -t 1"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("4 copies"));
   EXPECT_THAT(r.out, HasSubstr("1 thread(s), thread CPU time"));
   EXPECT_THAT(r.out, testing::ContainsRegex("\\| 1 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9]+ \\| 1\\.00 \\|"));
   EXPECT_THAT(r.out, testing::ContainsRegex("\\| 3 \\| [0-9.]+ \\| [0-9.]+ \\| [0-9]+ \\| [0-9.]+ \\|"));
-  for (const char* mode : {"--kernel-curve", "--peak"}) {  // a usage error: exit 2, before any work
+  for (const char* mode : {"kernels", "peak"}) {  // a usage error: exit 2, before any work
     const auto bad = run_command(eaglet(std::string("bench ") + mode + " --shape moe-tiny"));
     EXPECT_EQ(bad.exit_code, 2) << mode << ": " << bad.err;
-    EXPECT_THAT(bad.err, HasSubstr(std::string("eaglet bench ") + mode + ": --shape: expected 1b or 8b"));
+    EXPECT_THAT(bad.err, HasSubstr("--shape: moe-tiny not in {1b,8b}"));
   }
+}
+
+// The flag forms of the release before the subcommands are read as the subcommands, with a note saying so.
+TEST(CliBench, OldFlagFormsAreReadAsSubcommandsWithANote) {
+  const auto r = run_command(eaglet("bench --kernel-curve --batch-sizes 1 --repeats 1 -t 1"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("note: `eaglet bench --kernel-curve` is now `eaglet bench kernels`"));
+  EXPECT_THAT(r.out, HasSubstr("4 copies"));
+  const auto spec = run_command(eaglet("bench -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
+                                       "/no-such-drafter --prompts /dev/null"));
+  EXPECT_THAT(spec.err, HasSubstr("`eaglet bench -d` is now `eaglet bench spec`"));
+  EXPECT_EQ(spec.exit_code, 1) << spec.err;
+  const auto bare = run_command(eaglet("bench"));
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_THAT(bare.err, HasSubstr("subcommand"));
 }
 
 TEST(CliSpeculative, ZeroAcceptanceIsLoud) {
   const auto r = run_command(eaglet("generate -m " + drafter("targets/echo_fp32") + " -d " + drafter("random_echo") +
                                     " -n 60 -p 'def f(x): return x'"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("WARNING: zero acceptance: accept len: 1.00"));
+  EXPECT_THAT(r.err, HasSubstr("warning: zero acceptance: accept len: 1.00"));
 }
 
 // One line on stderr, prefixed, naming the problem; exit 1 for bad files, 2 for bad usage.
@@ -356,10 +371,10 @@ TEST(BadInputCli, HostileValuesFailCleanly) {
   test::write_file(mixed + "/text.py", "def f(x):\n    return x + 1\n");
   expect_clean_failure(run_command(eaglet("perplexity -m " + mixed + " -f " + mixed + "/text.py --ctx 8")), 1,
                        "smaller than the tokenizer's");
-  expect_clean_failure(run_command(eaglet("bench -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
+  expect_clean_failure(run_command(eaglet("bench spec -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
                                           "/drafters/eagle_official --prompts /dev/null --setting 100000,1,100001")),
                        1, "--setting");
-  expect_clean_failure(run_command(eaglet("bench -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
+  expect_clean_failure(run_command(eaglet("bench spec -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
                                           "/drafters/eagle_official --prompts /dev/null --setting 2,1,3")),
                        1, "/dev/null: no prompts");
 }
@@ -408,7 +423,7 @@ TEST(BadInputCli, FlagBoundsAreStated) {
   expect_clean_failure(negative_n, 2, "expected a number >= 1, found -3");
   EXPECT_THAT(negative_n.err, Not(HasSubstr("1797693")));
   expect_clean_failure(run_command(eaglet("perplexity -m x -f y -b 0")), 2, ">= 1");
-  expect_clean_failure(run_command(eaglet("bench --plain --threads 0")), 2, "not in range 1 to 1024");
+  expect_clean_failure(run_command(eaglet("bench plain --threads 0")), 2, "not in range 1 to 1024");
   EXPECT_EQ(run_command(eaglet("generate" + model + " -n 2 -t 0")).exit_code, 0);
 }
 

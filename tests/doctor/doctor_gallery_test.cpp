@@ -22,7 +22,7 @@ const std::string kEchoTarget = "drafters/targets/echo_fp32";
 Report run(const std::string& drafter_dir, const std::string& target = kEchoTarget) {
   doctor::DoctorOptions o;
   o.target_dir = fixtures_dir() + "/" + target;
-  o.drafter_dir = drafter_dir;
+  o.spec.drafter = drafter_dir;
   o.prompts = {"the quick brown fox", "abc def ghi jkl"};
   o.max_tokens = 24;
   return doctor::run_doctor(o);
@@ -160,7 +160,7 @@ TEST(DoctorGallery, AuxIdsOffByOneMeasuredByTheProbe) {
   auto run_on = [&](const std::string& drafter) {
     doctor::DoctorOptions o;
     o.target_dir = target;
-    o.drafter_dir = drafter;
+    o.spec.drafter = drafter;
     o.prompts = {"the quick brown fox", "abc def ghi jkl"};
     o.max_tokens = 24;
     return doctor::run_doctor(o);

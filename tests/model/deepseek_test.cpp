@@ -88,7 +88,7 @@ void expect_parity(const ParityCase& c, const std::vector<float>& logits, const 
   if (bf16_reference) {
     // deepseek_v3_fp8 on the AVX-512 BF16 path: FP8 projections (and the BF16 head) meet bf16-rounded activations,
     // which route some tokens to other experts (4 of 24 argmax positions move against the fp32 oracle). The oracle's
-    // fp32_abf16 mode rounds at the same points (written from README Numerics): what is left is fp32 rounding, which
+    // fp32_abf16 mode rounds at the same points (written from docs/numerics.md): what is left is fp32 rounding, which
     // now and then moves a value across a bf16 rounding boundary (one bf16 step, 2^-8 relative): the dense 3% rule
     // holds with every argmax equal (measured: max |dlogit| 0.064 of 10.6; 8.65 and 4 argmax changes against fp32).
     const LogitDiff b = compare_logits(logits, test::read_reference(ref, "logits_bf16_activations").values, S, V);

@@ -23,7 +23,7 @@ differently by design, written from its documented scheme (src/kernels/quantized
 stored as int4 meets its input quantized per row in blocks of 32 columns (scale absmax / 127, code round-half-even
 of x · 127 / absmax); it tells how far eaglet's W4A8 arithmetic may be from its own definition, where the HF math
 ("fp32") only bounds it loosely. "fp32_abf16" is fp32 with the AVX-512 BF16 path's rounding points for FP8
-checkpoints (README Numerics): a Linear stored F8_E4M3 (but kv_b_proj, which eaglet dequantizes to fp32 for the
+checkpoints (docs/numerics.md): a Linear stored F8_E4M3 (but kv_b_proj, which eaglet dequantizes to fp32 for the
 absorbed form) and a BF16 lm_head meet their input rounded to bf16; the router and everything else stay fp32. `MUTATIONS` switches single details off for the
 self-check (each must move the logits).
 

@@ -169,7 +169,7 @@ TEST(DeepseekTarget, VerifyBatchesStayBelowTheNaiveForm) {
   Eagle3Proposer proposer(*drafter);
   const auto refused = [&](int draft_tokens) {
     try {
-      SpeculativeDecoder decoder(*target, proposer, {{5, 4, draft_tokens}, SpecSampling::TargetOnly, {}, 256, 7});
+      SpeculativeDecoder decoder(*target, proposer, {{{5, 4, draft_tokens}, SpecSampling::TargetOnly}, {}, 256, 7});
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("--speculative-num-draft-tokens"), std::string::npos) << e.what();
       return true;

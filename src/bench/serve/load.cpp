@@ -1,4 +1,4 @@
-// eaglet bench --serve: 1, 4, 16 ... concurrent streaming clients against eaglet serve, speculation on and off.
+// eaglet bench serve: 1, 4, 16 ... concurrent streaming clients against eaglet serve, speculation on and off.
 // Every client sends its requests one after another (greedy, ignore_eos, so each generates exactly -n tokens);
 // a level ends when all its requests have. The requests ask for "return_token_origin", so that every chunk that
 // carries tokens says so even where their text is empty (a partial UTF-8 sequence, ids a synthetic model's borrowed
@@ -20,6 +20,7 @@
 #include "bench/serve/server_process.h"
 #include "io/prompts_file.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace eaglet::bench {
 
@@ -212,9 +213,9 @@ void print_table(const std::vector<Level>& levels) {
   }
   for (const Level& l : levels)
     if (!l.first_error.empty())
-      std::fprintf(stderr, "bench --serve: %s, %d clients: %d of %d requests failed; the first: %s\n",
-                   l.speculative ? "speculative" : "plain", l.clients, l.requests - l.ok, l.requests,
-                   l.first_error.c_str());
+      log_warning(strprintf("bench serve: %s, %d clients: %d of %d requests failed; the first: %s",
+                            l.speculative ? "speculative" : "plain", l.clients, l.requests - l.ok, l.requests,
+                            l.first_error.c_str()));
 }
 
 // The server's flags: the target (and drafter), the context, a queue that holds every client.
@@ -227,11 +228,7 @@ std::vector<std::string> serve_args(const BenchArgs& a, const std::string& targe
   if (drafter.empty()) return args;
   if (a.batch_row_budget >= -1) args.insert(args.end(), {"--batch-row-budget", std::to_string(a.batch_row_budget)});
   args.insert(args.end(), {"-d", drafter});
-  if (!a.spec.aux_convention.empty()) args.insert(args.end(), {"--aux-layer-convention", a.spec.aux_convention});
-  if (a.spec_setting_given)
-    args.insert(args.end(), {"--speculative-num-steps", std::to_string(a.spec.num_steps), "--speculative-eagle-topk",
-                             std::to_string(a.spec.topk), "--speculative-num-draft-tokens",
-                             std::to_string(a.spec.num_draft_tokens)});
+  args.insert(args.end(), a.server_spec_flags.begin(), a.server_spec_flags.end());
   return args;
 }
 
@@ -261,18 +258,18 @@ int run_serve(const BenchArgs& a) {
     const json config = json::parse(std::ifstream(target + "/config.json"));
     for (auto& p : random_prompts(a, config.at("vocab_size").get<int64_t>())) prompts.push_back(p);
   } else {
-    if (a.prompts_file.empty()) fail("bench --serve: --prompts FILE is required (JSON lines with a 'prompt' field, or ",
+    if (a.prompts_file.empty()) fail("bench serve: --prompts FILE is required (JSON lines with a 'prompt' field, or ",
                                      "one prompt per line), or --echo-pair");
     for (auto& p : read_prompts_file(a.prompts_file, a.num_prompts)) prompts.push_back(p);
   }
   std::unique_ptr<ServeProcess> process;
   std::string url = a.url;
   if (url.empty()) {
-    if (target.empty()) fail("bench --serve: give -m TARGET [-d DRAFTER], --echo-pair, or --url of a running server");
+    if (target.empty()) fail("bench serve: give -m TARGET [-d DRAFTER], --echo-pair, or --url of a running server");
     if (a.echo_pair) give_tokenizer(target, a.tokenizer_dir);
     process = std::make_unique<ServeProcess>(serve_args(a, target, drafter), 600);
-    std::fprintf(stderr, "bench --serve: %s serving %s%s%s (log %s)\n", process->url().c_str(), target.c_str(),
-                 drafter.empty() ? "" : " with ", drafter.c_str(), process->log_path().c_str());
+    log_info(strprintf("bench serve: %s serving %s%s%s (log %s)", process->url().c_str(), target.c_str(),
+                       drafter.empty() ? "" : " with ", drafter.c_str(), process->log_path().c_str()));
     url = process->url();
   }
   const Endpoint server = parse_url(url);
@@ -283,14 +280,14 @@ int run_serve(const BenchArgs& a) {
                        {"stream", true},
                        {"return_token_origin", true}};
   if (const RequestResult w = stream_completion(server, warmup); !w.ok)
-    fail("bench --serve: ", url, " did not answer a completion: ", w.error);
+    fail("bench serve: ", url, " did not answer a completion: ", w.error);
   const bool speculative = a.url.empty() ? !drafter.empty() : true;  // a running server decides itself
   std::vector<Level> levels;
   for (const bool spec : speculative ? std::vector<bool>{true, false} : std::vector<bool>{false})
     for (const int clients : a.clients) {
       levels.push_back(run_level(server, prompts, a, spec, clients));
-      std::fprintf(stderr, "bench --serve: %s, %d clients: %d requests in %.2f s\n", spec ? "speculative" : "plain",
-                   clients, levels.back().requests, levels.back().wall_s);
+      log_info(strprintf("bench serve: %s, %d clients: %d requests in %.2f s", spec ? "speculative" : "plain",
+                         clients, levels.back().requests, levels.back().wall_s));
     }
   if (a.json) {
     json rows = json::array();

@@ -37,7 +37,7 @@ ServeProcess::ServeProcess(const std::vector<std::string>& args, int wait_s) {
     _exit(127);
   }
   close(log_fd);
-  if (pid_ < 0) fail("bench --serve: cannot start eaglet serve (fork failed)");
+  if (pid_ < 0) fail("bench serve: cannot start eaglet serve (fork failed)");
   const std::regex listening("listening on (http://[^ ]+:[0-9]+)");
   for (int i = 0; i < wait_s * 10; ++i) {
     std::smatch m;
@@ -49,11 +49,11 @@ ServeProcess::ServeProcess(const std::vector<std::string>& args, int wait_s) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      fail("bench --serve: eaglet serve exited before listening; its log (", log_path_, "):\n", text);
+      fail("bench serve: eaglet serve exited before listening; its log (", log_path_, "):\n", text);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  fail("bench --serve: eaglet serve did not print its port within ", wait_s, " s; its log: ", log_path_);
+  fail("bench serve: eaglet serve did not print its port within ", wait_s, " s; its log: ", log_path_);
 }
 
 ServeProcess::~ServeProcess() {

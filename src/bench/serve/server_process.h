@@ -1,5 +1,5 @@
 #pragma once
-// `eaglet serve` started by `eaglet bench --serve` (this same binary, on a free port), stopped with SIGTERM.
+// `eaglet serve` started by `eaglet bench serve` (this same binary, on a free port), stopped with SIGTERM.
 #include <string>
 #include <sys/types.h>
 #include <vector>

@@ -11,7 +11,7 @@
 #include <numbers>
 #include <random>
 
-#include "drafter/eagle3_drafter.h"
+#include "drafter/speculation.h"
 #include "drafter/eagle3_export.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
@@ -152,7 +152,7 @@ double check_one_network(const DraftNet& net, const std::string& dir, Transforme
   std::vector<float> aux(static_cast<size_t>((n + 2) * W));
   data.read(seq, 0, n + 2, ids.data(), nullptr, aux.data(), nullptr);
 
-  auto served = Eagle3Drafter::load(dir, target, {});
+  auto served = Speculation::load_drafter(dir, {}, target);
   KVCache cache = served->make_cache(n + 1);
   std::vector<int32_t> tokens, positions;
   for (int64_t t = 0; t < n; ++t) {
@@ -347,14 +347,14 @@ TrainSummary run_train_draft(const TrainOptions& o) {
                                {"num_hidden_layers", tc.num_layers}, {"vocab_size", tc.vocab_size}}}};
     std::string line;
     for (const ServedAcceptance& a : served) {
-      record["served"].push_back({{"setting", draft_setting_name(a.setting)}, {"accept_len", a.accept_len},
+      record["served"].push_back({{"setting", a.setting.setting()}, {"accept_len", a.accept_len},
                                   {"per_depth", a.per_depth}, {"identical_to_plain", a.identical}});
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%s%s %.2f", line.empty() ? "" : ", ", draft_setting_name(a.setting).c_str(), a.accept_len);
+      std::snprintf(buf, sizeof buf, "%s%s %.2f", line.empty() ? "" : ", ", a.setting.setting().c_str(), a.accept_len);
       line += buf;
       if (!a.identical)
         fail("train-draft: speculative output differs from the target's alone with ", candidate.string(),
-             " (setting ", draft_setting_name(a.setting), "): a lossless-decoding bug, please report it");
+             " (setting ", a.setting.setting(), "): a lossless-decoding bug, please report it");
     }
     const double accept = served[o.select_setting].accept_len;
     const bool better = accept > sum.best_accept_len || sum.best_step < 0;

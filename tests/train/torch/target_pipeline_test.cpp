@@ -45,7 +45,7 @@ class TargetPipeline : public ::testing::TestWithParam<const char*> {};
 
 // Floors measured once (Zen 5, AVX-512 BF16 path) and set with room: at the kept step kimi_k25_bf16 had acc_0 0.853 and
 // accept len 3.77 (chain 4/1/5) / 3.05 (tree 5/4/8), deepseek_v3_fp8 0.855 and 3.58 / 2.96; generate's prompt 2.86 /
-// 3.00 (README, "Drafters for DeepSeek-V3 and Kimi targets").
+// 3.00 (docs/training.md, "Drafters for DeepSeek-V3 and Kimi targets").
 constexpr double kMinAcc0 = 0.6, kMinServedAcceptLen = 2.0, kMinGenerateAcceptLen = 1.8;
 
 TEST_P(TargetPipeline, ExtractTrainServeConvertAndDoctor) {

@@ -1,0 +1,96 @@
+#include "cli/args.h"
+
+#include "cli/common.h"
+#include "util/log.h"
+#include "util/thread_pool.h"
+
+namespace eaglet::cli {
+
+namespace {
+const char* const kSpecGroup = "Speculative decoding";
+const char* const kDrafterOption = "--speculative-draft-model-path";  // the drafter's path: not passed on
+}  // namespace
+
+void ModelArgs::add_to(CLI::App& cmd, const std::string& names, bool required) {
+  auto* o = cmd.add_option(names, dir, "Hugging Face model folder (config.json, tokenizer.json, *.safetensors)");
+  if (required) o->required();
+  cmd.add_flag("--allow-unused-tensors", allow_unused_tensors,
+               "Load even if the checkpoint holds tensors the model does not use (each listed)");
+}
+
+std::string ModelArgs::describe() const {
+  return dir + (allow_unused_tensors ? " (unused tensors allowed)" : "");
+}
+
+void ThreadArgs::add_to(CLI::App& cmd, const std::string& names) { add_threads_option(cmd, threads, names); }
+void ThreadArgs::apply() const { set_num_threads(threads); }
+std::string ThreadArgs::describe() const { return std::to_string(thread_pool().size()) + " threads"; }
+
+void ContextArgs::add_to(CLI::App& cmd, const std::string& context_help) {
+  cmd.add_option("-c,--ctx", context, context_help)->check(at_least(0));
+  cmd.add_option("-b,--batch", batch, "Prompt tokens per prefill forward")->check(at_least(1));
+}
+
+std::string ContextArgs::describe() const {
+  return (context > 0 ? std::to_string(context) + " tokens" : std::string("default")) + ", prefill batch " +
+         std::to_string(batch);
+}
+
+void add_sampling_args(CLI::App& cmd, SamplingParams& s, const std::string& p) {
+  cmd.add_option("--temp", s.temperature, p + "Temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
+  cmd.add_option("--top-p", s.top_p, p + "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));
+  cmd.add_option("--top-k", s.top_k, p + "Keep only the k most likely tokens (0 = all)")->check(at_least(0));
+  cmd.add_option("--seed", s.seed, p + "Random seed for sampling")->check(at_least(0));
+}
+
+void add_drafter_args(CLI::App& cmd, SpecOptions& o, const std::string& drafter_names) {
+  cmd.add_option(drafter_names, o.drafter, "EAGLE-3 drafter folder (any layout)")->group(kSpecGroup);
+  cmd.add_option_function<std::string>(
+         "--aux-layer-convention",
+         [&o](const std::string& text) { o.load.aux_convention = aux_convention_flag(text); },
+         "Meaning of explicit eagle_aux_hidden_state_layer_ids: input (of layer i: vLLM, speculators) or output (of "
+         "layer i: SGLang, SpecForge). Default: by drafter layout")
+      ->check(CLI::IsMember({"input", "output"}))
+      ->group(kSpecGroup);
+}
+
+void add_round_args(CLI::App& cmd, SpecOptions& o, RoundFlags which) {
+  DraftParams& d = o.round.draft;
+  cmd.add_option("--speculative-algorithm", o.algorithm, "none or eagle3 (default: eagle3 when -d is given)")
+      ->check(CLI::IsMember({"none", "eagle3", "EAGLE3"}))
+      ->group(kSpecGroup);
+  cmd.add_option("--speculative-num-steps", d.num_steps, "Draft depth")->check(CLI::Range(1, 64))->group(kSpecGroup);
+  cmd.add_option("--speculative-eagle-topk", d.topk, "Branching per draft step (1 = chain)")
+      ->check(CLI::Range(1, 64))
+      ->group(kSpecGroup);
+  cmd.add_option("--speculative-num-draft-tokens", d.num_draft_tokens, "Tokens verified per round, root included")
+      ->check(CLI::Range(2, kMaxDraftTokens))
+      ->group(kSpecGroup);
+  cmd.add_option_function<std::string>(
+         "--speculative-sampling",
+         [&o](const std::string& s) { o.round.scheme = s == "draft-q" ? SpecSampling::DraftQ : SpecSampling::TargetOnly; },
+         "Verification at temperature > 0: target-only (accept x with p(x)) or draft-q (min(1, p/q) with drafts "
+         "sampled from the drafter)")
+      ->check(CLI::IsMember({"target-only", "draft-q"}))
+      ->group(kSpecGroup);
+  if (which == RoundFlags::WithLog)
+    cmd.add_option("--log-every", o.log_every, "Print the acceptance line and the round's time split every N verifies")
+        ->check(at_least(0))
+        ->group(kSpecGroup);
+}
+
+std::vector<std::string> speculative_flags_given(const CLI::App& cmd) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : cmd.get_options([](const CLI::Option* o) { return o->get_group() == kSpecGroup; })) {
+    if (o->count() == 0 || o->check_name(kDrafterOption)) continue;
+    for (const std::string& value : o->results()) out.insert(out.end(), {"--" + o->get_lnames().front(), value});
+  }
+  return out;
+}
+
+bool draft_shape_given(const CLI::App& cmd) {
+  return cmd.count("--speculative-num-steps") + cmd.count("--speculative-eagle-topk") +
+             cmd.count("--speculative-num-draft-tokens") > 0;
+}
+
+}  // namespace eaglet::cli
