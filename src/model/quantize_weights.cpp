@@ -307,7 +307,8 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
   for (const auto& e : fs::directory_iterator(q.in_dir)) {
     const std::string name = e.path().filename().string();
     if (name == "config.json" || names.count(name)) continue;
-    if (!e.is_regular_file() || is_weight_file(e.path())) {
+    std::error_code ec;  // a symlink loop or a FIFO in the folder is skipped like any other non-file
+    if (!e.is_regular_file(ec) || is_weight_file(e.path())) {
       summary.files_skipped.push_back(name);
       continue;
     }

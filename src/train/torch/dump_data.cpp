@@ -47,7 +47,8 @@ void list_files(const fs::path& dir, const std::regex& name, std::vector<DumpFil
   for (const auto& e : fs::directory_iterator(dir)) {
     std::smatch m;
     const std::string f = e.path().filename().string();
-    if (e.is_regular_file() && std::regex_match(f, m, name)) out.push_back({std::stoll(m[1].str()), e.path().string()});
+    std::error_code ec;  // a symlink loop among the files is not a dump file (not an exception)
+    if (e.is_regular_file(ec) && std::regex_match(f, m, name)) out.push_back({std::stoll(m[1].str()), e.path().string()});
   }
 }
 
@@ -64,7 +65,8 @@ std::vector<DumpFile> find_files(const std::string& dir, Layout layout) {
     list_files(dir, name, files);
     if (is_directory_path(dir))
       for (const auto& e : fs::directory_iterator(dir))
-        if (e.is_directory() && e.path().filename().string().rfind("rows_", 0) == 0) list_files(e.path(), name, files);
+        if (std::error_code ec; e.is_directory(ec) && e.path().filename().string().rfind("rows_", 0) == 0)
+          list_files(e.path(), name, files);
   }
   std::sort(files.begin(), files.end(), [](const DumpFile& a, const DumpFile& b) { return a.index < b.index; });
   for (size_t i = 1; i < files.size(); ++i)
