@@ -11,6 +11,7 @@
 #include <new>
 #include <vector>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "util/error.h"
 
@@ -39,9 +40,10 @@ void warn_past_trained_positions(int64_t context, int64_t max_position_embedding
 
 void refuse_to_overwrite_model(const std::string& out, const std::string& model_dir) {
   namespace fs = std::filesystem;
-  if (!fs::is_regular_file(out) || !fs::is_directory(model_dir)) return;
-  for (const auto& entry : fs::directory_iterator(model_dir))
-    if (fs::equivalent(entry.path(), out))
+  std::error_code ec;  // a path that cannot be examined is reported by the reader or writer that meets it
+  if (!fs::is_regular_file(out, ec) || !fs::is_directory(model_dir, ec)) return;
+  for (const auto& entry : fs::directory_iterator(model_dir, ec))
+    if (fs::equivalent(entry.path(), out, ec))
       fail(out, ": is a file of the model being read (", model_dir, "); write to another path (--out)");
 }
 
@@ -62,6 +64,13 @@ int run_reporting_errors(const std::function<int()>& run) {
     return run();
   } catch (const eaglet::Error& e) {
     std::cerr << "eaglet: error: " << e.what() << "\n";
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A file system failure that no reader or writer turned into an Error itself (a symlink loop met by a
+    // directory listing, a folder removed meanwhile): still the user's path and the system's word, not a crash.
+    std::string where = e.path1().string();
+    if (!e.path2().empty()) where += " -> " + e.path2().string();
+    if (where.empty()) std::cerr << "eaglet: error: " << one_line(e.what()) << "\n";
+    else std::cerr << "eaglet: error: " << one_line(where + ": " + describe_error_code(e.code())) << "\n";
   } catch (const std::bad_alloc&) {
     std::cerr << "eaglet: error: out of memory (a context, batch or model too large for this machine)\n";
   } catch (const std::exception& e) {

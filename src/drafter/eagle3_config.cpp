@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "model/transformer.h"
 #include "util/error.h"
@@ -134,8 +135,8 @@ DrafterConfig DrafterConfig::load(const std::string& dir) {
   DrafterConfig c;
   c.dir = dir;
   c.file = (fs::path(dir) / "config.json").string();
-  if (!fs::is_directory(dir)) fail(dir, ": not a directory (expected an EAGLE-3 drafter folder)");
-  if (!fs::exists(c.file)) fail(dir, ": no config.json (expected an EAGLE-3 drafter folder)");
+  require_directory(dir, "expected an EAGLE-3 drafter folder");
+  if (!path_exists(c.file)) fail(dir, ": no config.json (expected an EAGLE-3 drafter folder)");
   const json j = read_json_file(c.file);
   if (!j.is_object()) fail(c.file, ": expected a JSON object");
   const json& archs = json_require(j, c.file, "architectures");

@@ -2,9 +2,9 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
 #include "model/transformer.h"
@@ -118,10 +118,10 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
   const std::string layer0 = format == DrafterFormat::Sglang ? "midlayer." : "layers.0.";
   const int64_t n_aux = static_cast<int64_t>(d.aux_layers().size());
   const TensorView& fc = *src.find("fc.weight");
-  if (fs::exists(out_dir) && !fs::is_directory(out_dir)) fail(out_dir, ": exists and is not a folder");
+  if (path_exists(out_dir) && !is_directory_path(out_dir)) fail(out_dir, ": exists and is not a folder");
   // Writing over the files being read (memory-mapped) would destroy the source midway.
   for (const std::string& source : {c.dir, t.dir})
-    if (fs::exists(out_dir) && fs::equivalent(out_dir, source))
+    if (path_exists(out_dir) && fs::equivalent(out_dir, source))
       fail(out_dir, ": is the folder of the ", source == c.dir ? "drafter" : "target",
            " being read; write the converted drafter to another folder (--out)");
 
@@ -165,10 +165,10 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
 
   const json config =
       format == DrafterFormat::Sglang ? sglang_drafter_config(c, d.aux_layers(), t, fc.dtype) : speculators_config(d, t, fc.dtype);
-  fs::create_directories(out_dir);
+  create_output_dir(out_dir);
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), out,
-                    {{"format", "pt"}, {"eaglet_source", src.source()}});
-  std::ofstream(fs::path(out_dir) / "config.json") << config.dump(2) << "\n";
+                    {{"format", "pt"}, {"eaglet_source", src.source()}});  // written whole or not at all
+  write_file_atomic((fs::path(out_dir) / "config.json").string(), config.dump(2) + "\n");
 }
 
 }  // namespace eaglet

@@ -2,31 +2,19 @@
 
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "io/files.h"
 #include "util/error.h"
 
 namespace eaglet {
 
 std::string read_file(const std::string& path) {
-  if (std::filesystem::is_directory(path)) fail(path, ": is a directory, not a file");
-  if (std::filesystem::is_character_file(path) || std::filesystem::is_block_file(path))
-    fail(path, ": is a device, not a file (a device such as /dev/zero never ends)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // A regular file only: a directory, a device (/dev/zero never ends), a FIFO or socket nobody writes (the read
+  // would wait forever) or a symlink loop is an Error naming the path and what it is (io/files.h).
+  return read_regular_file(path);
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  // A config is a file on disk; a pipe or socket nobody writes would make the read wait forever.
-  if (std::filesystem::is_fifo(path) || std::filesystem::is_socket(path))
-    fail(path, ": is a pipe or socket, not a JSON file");
-  return parse_json(read_file(path), path);
-}
+nlohmann::json read_json_file(const std::string& path) { return parse_json(read_file(path), path); }
 
 nlohmann::json parse_json(std::string_view text, const std::string& where,
                           const nlohmann::json::parser_callback_t& callback) {

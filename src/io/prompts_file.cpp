@@ -1,6 +1,6 @@
 #include "io/prompts_file.h"
 
-#include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "io/json_util.h"
@@ -9,8 +9,7 @@
 namespace eaglet {
 
 std::vector<std::string> read_prompts_file(const std::string& path, int limit) {
-  std::ifstream in(path);
-  if (!in) fail(path, ": cannot open");
+  std::istringstream in(read_file(path));  // a regular file only (a FIFO would block, a device never end)
   std::vector<std::string> prompts;
   std::string line;
   int line_no = 0;

@@ -8,12 +8,11 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <set>
 #include <sstream>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -39,19 +38,20 @@ std::string TensorView::shape_str() const { return eaglet::shape_str(shape); }
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
+    const int fd = open_regular_file(path);  // a FIFO, device, directory or symlink loop: an Error naming it
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
       ::close(fd);
-      fail(path, ": not a regular file");
+      fail(path, ": cannot open: ", describe_errno(err));
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
       void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
       if (p == MAP_FAILED) {
+        const int err = errno;
         ::close(fd);
-        fail(path, ": mmap failed: ", std::strerror(errno));
+        fail(path, ": mmap failed: ", describe_errno(err));
       }
       data_ = static_cast<const std::byte*>(p);
     }
@@ -208,11 +208,11 @@ Checkpoint Checkpoint::open_file(const std::string& path) {
 }
 
 Checkpoint Checkpoint::open_dir(const std::string& dir) {
-  if (!fs::is_directory(dir)) fail(dir, ": not a directory");
+  require_directory(dir, "expected a folder of safetensors files");
   const fs::path single = fs::path(dir) / "model.safetensors";
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
-  if (fs::exists(single)) return open_file(single.string());
-  if (!fs::exists(index)) {
+  if (path_exists(single.string())) return open_file(single.string());
+  if (!path_exists(index.string())) {
     std::vector<fs::path> found;
     for (const auto& e : fs::directory_iterator(dir))
       if (e.path().extension() == ".safetensors") found.push_back(e.path());
@@ -341,13 +341,13 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   }
   std::string text = header.dump();
   while (text.size() % 8 != 0) text.push_back(' ');
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, ": cannot open for writing");
+  // Written under a temporary name and renamed when whole: a full disk leaves no truncated file under `path`.
+  AtomicFile out(path);
   const uint64_t len = text.size();
   char len_bytes[8];
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<char>((len >> (8 * i)) & 0xff);
   out.write(len_bytes, 8);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.write(text);
   std::vector<char> buffer;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const char* bytes = static_cast<const char*>(tensors[i].data);
@@ -356,9 +356,9 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
       tensors[i].produce(buffer.data());
       bytes = buffer.data();
     }
-    out.write(bytes, static_cast<std::streamsize>(sizes[i]));
+    out.write(bytes, sizes[i]);
   }
-  if (!out) fail(path, ": write failed (disk full?)");
+  out.commit();
 }
 
 }  // namespace eaglet

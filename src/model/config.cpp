@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "model/architecture.h"
 #include "model/config_keys.h"
@@ -230,7 +231,8 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   ModelConfig c;
   c.dir = model_dir;
   c.file = (fs::path(model_dir) / "config.json").string();
-  if (!fs::exists(c.file)) fail(model_dir, ": no config.json (expected a Hugging Face model folder)");
+  require_directory(model_dir, "expected a Hugging Face model folder");  // a loop, a file, nothing: named
+  if (!path_exists(c.file)) fail(model_dir, ": no config.json (expected a Hugging Face model folder)");
   const json j = read_json_file(c.file);
   if (!j.is_object()) fail(c.file, ": expected a JSON object");
   c.model_type = json_string(j, c.file, "model_type", "");
@@ -272,7 +274,7 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   for (int64_t id : c.eos_token_ids)
     if (id >= c.vocab_size) fail(where, ": eos_token_id ", id, " is outside the vocabulary of ", c.vocab_size);
   const fs::path gen = fs::path(model_dir) / "generation_config.json";
-  if (fs::exists(gen)) {
+  if (path_exists(gen.string())) {
     const json g = read_json_file(gen.string());
     auto gen_eos = parse_token_ids(g, gen.string(), "eos_token_id");
     if (!gen_eos.empty()) c.eos_token_ids = gen_eos;  // generation uses generation_config's stop set, as HF does

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "kernels/quantized.h"
 #include "model/architecture.h"
@@ -169,9 +169,9 @@ ojson quantization_config(const QuantScheme& s, const std::string& tensor_prefix
 }
 
 void check_output_folder(const QuantizeRequest& q) {
-  if (!fs::exists(q.out_dir)) return;
-  if (!fs::is_directory(q.out_dir)) fail("--out ", q.out_dir, ": exists and is not a folder");
-  if (fs::exists(q.in_dir) && fs::equivalent(q.out_dir, q.in_dir))
+  if (!path_exists(q.out_dir)) return;  // a symlink loop or a path through a file: an Error naming it
+  if (!is_directory_path(q.out_dir)) fail("--out ", q.out_dir, ": exists and is not a folder");
+  if (path_exists(q.in_dir) && fs::equivalent(q.out_dir, q.in_dir))
     fail("--out ", q.out_dir, ": is the model folder being read (-m ", q.in_dir,
          "); write the quantized checkpoint to a new folder");
   if (!q.force && !fs::is_empty(q.out_dir))
@@ -181,7 +181,7 @@ void check_output_folder(const QuantizeRequest& q) {
 
 // With --force, weight files of an earlier checkpoint in out_dir would be read together with the new ones.
 void check_no_stale_weights(const std::string& out_dir, const std::set<std::string>& written) {
-  if (!fs::exists(out_dir)) return;
+  if (!path_exists(out_dir)) return;
   for (const auto& e : fs::directory_iterator(out_dir)) {
     const std::string name = e.path().filename().string();
     if ((e.path().extension() == ".safetensors" || name == "model.safetensors.index.json") && !written.count(name))
@@ -292,7 +292,7 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
   if (sharded) names.insert("model.safetensors.index.json");
   if (q.force) check_no_stale_weights(q.out_dir, names);
 
-  fs::create_directories(q.out_dir);
+  create_output_dir(q.out_dir);  // every file below is written whole or not at all (io/files.h)
   for (const auto& [file, tensors] : files) {
     write_safetensors((fs::path(q.out_dir) / file).string(), tensors, {{"format", "pt"}});
     summary.weight_files.push_back(file);
@@ -302,24 +302,23 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
     if (!index.contains("metadata") || !index["metadata"].is_object()) index["metadata"] = ojson::object();
     index["metadata"]["total_size"] = summary.bytes_after;
     index["weight_map"] = weight_map;
-    std::ofstream(fs::path(q.out_dir) / "model.safetensors.index.json") << index.dump(2) << "\n";
+    write_file_atomic((fs::path(q.out_dir) / "model.safetensors.index.json").string(), index.dump(2) + "\n");
   }
   for (const auto& e : fs::directory_iterator(q.in_dir)) {
     const std::string name = e.path().filename().string();
     if (name == "config.json" || names.count(name)) continue;
-    if (!e.is_regular_file() || is_weight_file(e.path())) {
+    std::error_code ec;  // a symlink loop or a FIFO in the folder is skipped like any other non-file
+    if (!e.is_regular_file(ec) || is_weight_file(e.path())) {
       summary.files_skipped.push_back(name);
       continue;
     }
-    fs::copy_file(e.path(), fs::path(q.out_dir) / name, fs::copy_options::overwrite_existing);
+    write_file_atomic((fs::path(q.out_dir) / name).string(), read_file(e.path().string()));
     summary.files_copied.push_back(name);
   }
   // Last: a folder whose writing was interrupted has no config.json to load it by.
   config["quantization_config"] = quantization_config(s, c.tensor_prefix, q.lm_head);
   if (q.lm_head && c.tie_word_embeddings) (c.tensor_prefix.empty() ? config : config["text_config"])["tie_word_embeddings"] = false;
-  std::ofstream out(fs::path(q.out_dir) / "config.json");
-  out << config.dump(2) << "\n";
-  if (!out) fail(q.out_dir, "/config.json: write failed (disk full?)");
+  write_file_atomic((fs::path(q.out_dir) / "config.json").string(), config.dump(2) + "\n");
   return summary;
 }
 

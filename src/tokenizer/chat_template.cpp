@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_json.h"
@@ -27,9 +28,9 @@ struct Template {
 Template load_template(const std::string& model_dir) {
   const std::filesystem::path dir(model_dir);
   const std::string jinja = (dir / "chat_template.jinja").string();
-  if (std::filesystem::exists(jinja)) return {read_file(jinja), jinja};
+  if (path_exists(jinja)) return {read_file(jinja), jinja};
   const std::string config_file = (dir / "tokenizer_config.json").string();
-  if (!std::filesystem::exists(config_file)) {
+  if (!path_exists(config_file)) {
     no_template(model_dir, "no chat template (neither chat_template.jinja nor tokenizer_config.json)");
   }
   const nlohmann::json json = tok::read_json_file(config_file);
@@ -112,7 +113,7 @@ std::vector<ChatPiece> pieces_llama2(const std::vector<ChatMessage>& messages) {
 // The file the tokenizer of model_dir is loaded from, for messages.
 std::string tokenizer_file(const std::string& model_dir) {
   const std::filesystem::path dir(model_dir);
-  if (!std::filesystem::exists(dir / "tokenizer.json") && std::filesystem::exists(dir / "tiktoken.model")) {
+  if (!path_exists((dir / "tokenizer.json").string()) && path_exists((dir / "tiktoken.model").string())) {
     return (dir / "tiktoken.model").string();
   }
   return (dir / "tokenizer.json").string();

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "io/files.h"
 #include "tokenizer/tiktoken_pattern.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/tokenizer_json.h"
@@ -225,7 +226,7 @@ int32_t special_id(const TokenizerData& data, const JsonField& config, std::stri
 }  // namespace
 
 bool has_tiktoken_model(const std::string& model_dir) {
-  return std::filesystem::exists(std::filesystem::path(model_dir) / "tiktoken.model");
+  return path_exists((std::filesystem::path(model_dir) / "tiktoken.model").string());
 }
 
 std::shared_ptr<const TokenizerData> load_tiktoken_data(const std::string& model_dir) {
@@ -236,7 +237,7 @@ std::shared_ptr<const TokenizerData> load_tiktoken_data(const std::string& model
   const auto base = static_cast<int32_t>(ranks.token_by_rank.size());
 
   const std::string config_file = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
-  if (!std::filesystem::exists(config_file)) {
+  if (!path_exists(config_file)) {
     fail(config_file, ": not found (a tiktoken.model tokenizer names its special tokens in tokenizer_config.json "
          "\"added_tokens_decoder\"; copy it from the model's repository)");
   }

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "io/files.h"
 #include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/tokenizer_json.h"
 #include "util/error.h"
@@ -318,7 +319,7 @@ struct ConfigOptions {
 
 ConfigOptions read_config(const std::string& file, TokenizerData& data) {
   ConfigOptions options;
-  if (!std::filesystem::exists(file)) return options;
+  if (!path_exists(file)) return options;
   const nlohmann::json json = read_json_file(file);
   const JsonField config(json, file, "");
   if (!json.is_object()) config.fail_expected("an object");
@@ -392,10 +393,11 @@ void index_added_tokens(TokenizerData& data) {
 }
 
 std::shared_ptr<const TokenizerData> load_tokenizer_data(const std::string& model_dir) {
+  require_directory(model_dir, "expected a model folder with tokenizer.json");  // a loop, a FIFO: named
   auto data = std::make_shared<TokenizerData>();
   data->file = (std::filesystem::path(model_dir) / "tokenizer.json").string();
   const std::string& file = data->file;
-  if (!std::filesystem::exists(file)) {
+  if (!path_exists(file)) {
     if (has_tiktoken_model(model_dir)) return load_tiktoken_data(model_dir);
     fail(file, ": not found (eaglet needs a Hugging Face tokenizer.json, or a tiktoken.model with its "
          "tokenizer_config.json, next to the model)");

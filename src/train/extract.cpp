@@ -7,8 +7,10 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
 #include "kernels/dtype.h"
@@ -130,15 +132,15 @@ void write_shard(Transformer& target, const std::vector<TrainingRow>& rows, size
     offsets.push_back(static_cast<int64_t>(ids.size()));
   }
   const int64_t T = static_cast<int64_t>(ids.size());
-  const std::string tmp = path + ".tmp";
-  write_safetensors(tmp,
+  // write_safetensors writes under a temporary name and renames when whole: a killed run or a full disk never
+  // leaves a torn shard under `path` (a resumed extraction skips the shards present).
+  write_safetensors(path,
                     {{"input_ids", DType::I64, {T}, ids.data()},
                      {"loss_mask", DType::I64, {T}, mask.data()},
                      {"row_offsets", DType::I64, {static_cast<int64_t>(offsets.size())}, offsets.data()},
                      {"aux_hidden_states", DType::BF16, {T, n_aux * H}, aux.data()},
                      {"final_hidden_states", DType::BF16, {T, H}, final_hidden.data()}},
                     {{"format", "eaglet-extract/1"}, {"settings", settings.dump()}});
-  fs::rename(tmp, path);
 }
 
 GenerationLimits regenerate_limits(const Transformer& target, const ExtractOptions& o) {
@@ -151,7 +153,7 @@ GenerationLimits regenerate_limits(const Transformer& target, const ExtractOptio
 class Replies {
  public:
   Replies(const fs::path& path, int64_t vocab_size, bool show) : path_(path), show_(show) {
-    std::ifstream in(path, std::ios::binary);
+    std::istringstream in(path_exists(path.string()) ? read_file(path.string()) : std::string());
     std::string line, valid;
     for (int64_t line_no = 1; std::getline(in, line) && !in.eof(); ++line_no) {  // a last line without its newline
       const std::string where = path.string() + ":" + std::to_string(line_no);  // was torn by the kill: made again
@@ -169,7 +171,7 @@ class Replies {
       cached_.push_back(std::move(reply));
       valid += line + "\n";
     }
-    std::ofstream(path, std::ios::binary | std::ios::trunc) << valid;
+    write_file_atomic(path.string(), valid);
     out_.open(path, std::ios::binary | std::ios::app);
     if (!out_) fail(path.string(), ": cannot write the regenerated replies here");
   }
@@ -184,6 +186,7 @@ class Replies {
     } else {
       reply = make();
       out_ << nlohmann::json(reply).dump() << "\n" << std::flush;
+      if (!out_) fail(path_.string(), ": write failed: ", describe_errno(errno));  // a full disk, say
     }
     ++count_;
     tokens_ += static_cast<int64_t>(reply.size());
@@ -245,7 +248,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   ExtractSummary sum;
   if (o.rows_per_shard < 1 || o.rows_per_shard > (1 << 20))
     fail("extract: --rows-per-shard must be in [1, 1048576], found ", o.rows_per_shard);
-  if (fs::exists(o.out_dir) && !fs::is_directory(o.out_dir))
+  if (path_exists(o.out_dir) && !is_directory_path(o.out_dir))
     fail(o.out_dir, ": exists and is not a folder (--out names the folder the shards go to)");
   const Tokenizer tokenizer = Tokenizer::load(o.model_dir);
   auto target = Transformer::load(o.model_dir);
@@ -276,9 +279,9 @@ ExtractSummary run_extract(const ExtractOptions& o) {
                                                    {"top_k", o.sampling.top_k}, {"seed", o.sampling.seed},
                                                    {"max_tokens", o.regenerate_max_tokens}}
                                   : nlohmann::json(false)}};
-  fs::create_directories(o.out_dir);
+  create_output_dir(o.out_dir);  // a loop, a parent that is a file, a read-only place: an Error naming it
   const fs::path manifest_path = fs::path(o.out_dir) / "manifest.json";
-  if (fs::exists(manifest_path)) {
+  if (path_exists(manifest_path.string())) {
     const nlohmann::json old = read_json_file(manifest_path.string());
     for (const auto& [key, value] : settings.items())
       if (!old.contains("settings") || old["settings"].value(key, nlohmann::json()) != value)
@@ -286,7 +289,8 @@ ExtractSummary run_extract(const ExtractOptions& o) {
              old.contains("settings") ? old["settings"].value(key, nlohmann::json()).dump() : "none", " here, ",
              value.dump(), " now); use another --out or remove it");
   } else {  // the settings first: the replies regenerated into this folder belong to them
-    std::ofstream(manifest_path) << nlohmann::json{{"format", "eaglet-extract/1"}, {"settings", settings}}.dump(2) << "\n";
+    write_file_atomic(manifest_path.string(),
+                      nlohmann::json{{"format", "eaglet-extract/1"}, {"settings", settings}}.dump(2) + "\n");
   }
 
   DatasetOptions dataset{o.max_length, {}, {}, o.max_tokens};
@@ -311,7 +315,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
 
   nlohmann::json manifest = {{"format", "eaglet-extract/1"}, {"settings", settings}, {"rows", sum.rows},
                              {"tokens", sum.tokens}, {"trained_tokens", sum.trained_tokens}, {"shards", sum.shards}};
-  std::ofstream(manifest_path) << manifest.dump(2) << "\n";
+  write_file_atomic(manifest_path.string(), manifest.dump(2) + "\n");
 
   Progress progress(o.progress, sum.tokens);
   int64_t done = 0, computed = 0;
@@ -321,7 +325,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
     int64_t tokens = 0;
     for (size_t r = begin; r < end; ++r) tokens += static_cast<int64_t>(rows[r].ids.size());
     const std::string path = (fs::path(o.out_dir) / shard_name(k)).string();
-    if (fs::exists(path)) {
+    if (path_exists(path)) {
       ++sum.shards_skipped;
     } else {
       write_shard(*target, rows, begin, end, n_aux, o.prefill_batch, path, settings);

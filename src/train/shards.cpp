@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "kernels/dtype.h"
 #include "util/error.h"
@@ -45,7 +46,8 @@ ExtractedData ExtractedData::open(const std::string& dir) {
   ExtractedData d;
   d.dir_ = dir;
   const std::string manifest_path = (fs::path(dir) / "manifest.json").string();
-  if (!fs::exists(manifest_path))
+  require_directory(dir, "the folder written by `eaglet extract`");
+  if (!path_exists(manifest_path))
     fail(dir, ": no manifest.json: not a folder written by `eaglet extract` (run it first: eaglet extract -m TARGET "
               "--data FILE.jsonl --out ", dir, ")");
   const nlohmann::json m = read_json_file(manifest_path);
@@ -73,7 +75,7 @@ ExtractedData ExtractedData::open(const std::string& dir) {
     char name[48];
     std::snprintf(name, sizeof name, "shard-%05lld.safetensors", static_cast<long long>(k));
     const std::string path = (fs::path(dir) / name).string();
-    if (!fs::exists(path))
+    if (!path_exists(path))
       fail(path, ": missing: the extraction did not finish (", k, " of ", shards,
            " shards written); rerun the same `eaglet extract` command, it resumes");
     Shard s{SafetensorsFile::open(path), nullptr, nullptr, nullptr, nullptr, nullptr};
@@ -103,7 +105,7 @@ ExtractedData ExtractedData::open(const std::string& dir) {
     d.shards_.push_back(std::move(s));
   }
   const std::string vocab_path = (fs::path(dir) / "draft_vocab.safetensors").string();
-  if (!fs::exists(vocab_path)) fail(vocab_path, ": missing (eaglet extract writes it last; rerun it to finish)");
+  if (!path_exists(vocab_path)) fail(vocab_path, ": missing (eaglet extract writes it last; rerun it to finish)");
   const auto vf = SafetensorsFile::open(vocab_path);
   const auto d2t = vf->tensors().find("d2t");
   if (d2t == vf->tensors().end() || d2t->second.shape.size() != 1) fail(vocab_path, ": no 1-D d2t");

@@ -374,9 +374,15 @@ TEST(BadInputCli, HostileValuesFailCleanly) {
   expect_clean_failure(run_command(eaglet("bench spec -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
                                           "/drafters/eagle_official --prompts /dev/null --setting 100000,1,100001")),
                        1, "--setting");
+  // An empty prompts file has no prompts; a device, even /dev/null, is not a file (io/files.h refuses them all).
+  const std::string empty = mixed + "/empty.txt";
+  test::write_file(empty, "");
+  expect_clean_failure(run_command(eaglet("bench spec -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
+                                          "/drafters/eagle_official --prompts " + empty + " --setting 2,1,3")),
+                       1, empty + ": no prompts");
   expect_clean_failure(run_command(eaglet("bench spec -m " + tiny("llama_fp32") + " -d " + test::fixtures_dir() +
                                           "/drafters/eagle_official --prompts /dev/null --setting 2,1,3")),
-                       1, "/dev/null: no prompts");
+                       1, "/dev/null: is a device (character device), not a regular file");
 }
 
 }  // namespace

@@ -232,7 +232,8 @@ TEST(BadInputSafetensors, StrictAccountingNamesEveryProblem) {
 
 TEST(BadInputSafetensors, NotAFileOrFolder) {
   EXPECT_THAT(error_of([] { SafetensorsFile::open("/nonexistent/x.safetensors"); }), HasSubstr("cannot open"));
-  EXPECT_THAT(error_of([] { Checkpoint::open_dir("/nonexistent"); }), HasSubstr("not a directory"));
+  EXPECT_THAT(error_of([] { Checkpoint::open_dir("/nonexistent"); }),
+              HasSubstr("/nonexistent: no such file or directory"));
   const auto dir = temp_dir("st_dir_as_file");
   std::filesystem::create_directories(dir + "/model.safetensors");
   EXPECT_THAT(error_of([&] { Checkpoint::open_dir(dir); }), HasSubstr("not a regular file"));

@@ -1,5 +1,7 @@
 #include "train/torch/dump_data.h"
 
+#include <unistd.h>
+
 #include <torch/torch.h>
 #include <zlib.h>
 
@@ -11,6 +13,7 @@
 #include <regex>
 #include <sstream>
 
+#include "io/files.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
 #include "model/block.h"
@@ -40,11 +43,12 @@ struct DumpFile {
 
 // Files named PREFIX{index}SUFFIX directly in `dir`, by index (not as strings: data_10 comes after data_2).
 void list_files(const fs::path& dir, const std::regex& name, std::vector<DumpFile>& out) {
-  if (!fs::is_directory(dir)) return;
+  if (!is_directory_path(dir.string())) return;  // a symlink loop: an Error naming it
   for (const auto& e : fs::directory_iterator(dir)) {
     std::smatch m;
     const std::string f = e.path().filename().string();
-    if (e.is_regular_file() && std::regex_match(f, m, name)) out.push_back({std::stoll(m[1].str()), e.path().string()});
+    std::error_code ec;  // a symlink loop among the files is not a dump file (not an exception)
+    if (e.is_regular_file(ec) && std::regex_match(f, m, name)) out.push_back({std::stoll(m[1].str()), e.path().string()});
   }
 }
 
@@ -59,9 +63,10 @@ std::vector<DumpFile> find_files(const std::string& dir, Layout layout) {
   } else {
     const std::regex name("data_([0-9]{1,15})\\.ckpt(\\.gz)?");
     list_files(dir, name, files);
-    if (fs::is_directory(dir))
+    if (is_directory_path(dir))
       for (const auto& e : fs::directory_iterator(dir))
-        if (e.is_directory() && e.path().filename().string().rfind("rows_", 0) == 0) list_files(e.path(), name, files);
+        if (std::error_code ec; e.is_directory(ec) && e.path().filename().string().rfind("rows_", 0) == 0)
+          list_files(e.path(), name, files);
   }
   std::sort(files.begin(), files.end(), [](const DumpFile& a, const DumpFile& b) { return a.index < b.index; });
   for (size_t i = 1; i < files.size(); ++i)
@@ -73,8 +78,12 @@ std::vector<DumpFile> find_files(const std::string& dir, Layout layout) {
 std::vector<char> file_bytes(const std::string& path) {
   std::vector<char> bytes;
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
-    gzFile f = gzopen(path.c_str(), "rb");
-    if (f == nullptr) fail(path, ": cannot open");
+    const int fd = open_regular_file(path);  // a FIFO or device: an Error naming it, not a wait
+    gzFile f = gzdopen(fd, "rb");
+    if (f == nullptr) {
+      ::close(fd);
+      fail(path, ": cannot open");
+    }
     char buf[1 << 16];
     int n;
     while ((n = gzread(f, buf, sizeof buf)) > 0) bytes.insert(bytes.end(), buf, buf + n);
@@ -252,7 +261,7 @@ std::vector<int> resolve_layers(const DataSourceOptions& o, Layout layout, int L
     // data_config.json hidden_states.layer_ids: layer outputs (R[j + 1]); the last one is the final state.
     const std::string path = (fs::path(o.dir) / "data_config.json").string();
     std::vector<int> recorded;
-    if (fs::exists(path)) {
+    if (path_exists(path)) {
       const nlohmann::json c = read_json_file(path);
       if (!c.contains("hidden_states") || !c["hidden_states"].contains("layer_ids") ||
           !c["hidden_states"]["layer_ids"].is_array())
@@ -448,9 +457,9 @@ std::unique_ptr<TrainingData> open_extracted(const std::string& dir, const Model
 }  // namespace
 
 std::string detect_data_format(const std::string& dir) {
-  if (!fs::is_directory(dir)) fail(dir, ": not a folder (--data names the folder of the training data)");
+  require_directory(dir, "--data names the folder of the training data");
   std::vector<std::string> found;
-  if (fs::exists(fs::path(dir) / "manifest.json")) found.push_back("eaglet (manifest.json)");
+  if (path_exists((fs::path(dir) / "manifest.json").string())) found.push_back("eaglet (manifest.json)");
   for (Layout l : {Layout::Speculators, Layout::SpeculatorsLegacy, Layout::SpecForge})
     if (!find_files(dir, l).empty()) found.push_back(layout_name(l));
   if (found.empty())

@@ -13,6 +13,7 @@
 
 #include "drafter/speculation.h"
 #include "drafter/eagle3_export.h"
+#include "io/files.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
 #include "kernels/dtype.h"
@@ -48,8 +49,8 @@ torch::Tensor view_f32(const TensorView& v) { return torch::tensor(to_f32(&v), t
 void write_new_drafter_config(const std::string& dir, const ModelConfig& t, const LayerShape& layer,
                               const std::vector<int>& aux, int64_t draft_vocab) {
   const DrafterConfig c = new_drafter_config(layer, t, draft_vocab);
-  fs::create_directories(dir);
-  std::ofstream(fs::path(dir) / "config.json") << sglang_drafter_config(c, aux, t, DType::BF16).dump(2) << "\n";
+  create_output_dir(dir);
+  write_file_atomic((fs::path(dir) / "config.json").string(), sglang_drafter_config(c, aux, t, DType::BF16).dump(2) + "\n");
 }
 
 namespace {
@@ -196,7 +197,7 @@ std::string fmt_list(const std::vector<double>& v) {
 void replace_dir(const fs::path& tmp, const fs::path& dest) {
   const fs::path old = dest.string() + ".old";
   fs::remove_all(old);
-  if (fs::exists(dest)) fs::rename(dest, old);
+  if (path_exists(dest.string())) fs::rename(dest, old);
   fs::rename(tmp, dest);
   fs::remove_all(old);
 }
@@ -247,7 +248,8 @@ TrainSummary run_train_draft(const TrainOptions& o) {
                                                                o.epochs * static_cast<double>(train.size()) / o.batch)));
 
   const fs::path out(o.out_dir), candidate = out / ".candidate", state_dir = out / "train-state";
-  if (fs::exists(out) && !fs::is_directory(out)) fail(o.out_dir, ": exists and is not a folder");
+  // Made (or refused: a file, a symlink loop, a path through a file, a read-only place) before any training.
+  create_output_dir(o.out_dir);
   std::vector<int32_t> draft_ids;
   for (size_t i = 0; i < data.d2t().size(); ++i) draft_ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + data.d2t()[i]));
   const int64_t Vd = static_cast<int64_t>(draft_ids.size());
@@ -269,7 +271,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   TrainSummary sum;
   json best_record = nullptr;
   if (o.resume) {
-    if (!fs::exists(state_dir / "state.json"))
+    if (!path_exists((state_dir / "state.json").string()))
       fail((state_dir / "state.json").string(), ": no checkpoint to resume (run without --resume to start)");
     const json st = read_json_file((state_dir / "state.json").string());
     if (st.value("data", "") != fs::absolute(o.data_dir).lexically_normal().string() || st.value("seed", 0ull) != o.seed ||
@@ -281,6 +283,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
            ", this run's ", describe_layer(layer.shape), " (", layer.origin, "); resume with the same --draft-config or "
            "start a new --out");
     std::vector<torch::Tensor> saved;
+    require_regular_file((state_dir / "params.pt").string());  // a FIFO would block libtorch's reader
     torch::load(saved, (state_dir / "params.pt").string());
     std::vector<torch::Tensor> mine = net.param_list();
     if (saved.size() != mine.size()) fail((state_dir / "params.pt").string(), ": holds another drafter's weights");
@@ -290,6 +293,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
              mine[i].sizes(), " (a checkpoint of another drafter shape; start a new --out)");
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(saved[i]);
+    require_regular_file((state_dir / "optimizer.pt").string());
     torch::load(optimizer, (state_dir / "optimizer.pt").string());
     step = st.value("step", 0ll);
     sum.best_accept_len = st.value("best_accept_len", 0.0);
@@ -360,28 +364,27 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     const bool better = accept > sum.best_accept_len || sum.best_step < 0;
     std::fprintf(stderr, "eval step %lld: held-out acc %s | served accept len %s%s\n", static_cast<long long>(at),
                  fmt_list(h.acc).c_str(), line.c_str(), better ? " (best: kept)" : "");
-    std::ofstream(candidate / "eaglet_training.json") << record.dump(2) << "\n";
+    write_file_atomic((candidate / "eaglet_training.json").string(), record.dump(2) + "\n");
     if (better) {
       sum.best_accept_len = accept;
       sum.best_step = at;
       best_record = record;
-      for (const char* f : {"config.json", "model.safetensors", "eaglet_training.json"}) {
-        fs::copy_file(candidate / f, candidate / (std::string(f) + ".tmp"), fs::copy_options::overwrite_existing);
-        fs::rename(candidate / (std::string(f) + ".tmp"), out / f);
-      }
+      for (const char* f : {"config.json", "model.safetensors", "eaglet_training.json"})
+        copy_file_atomic((candidate / f).string(), (out / f).string());  // whole or not at all (a full disk)
     }
   };
   const auto save_state = [&]() {
     const fs::path tmp = out / "train-state.tmp";
     fs::remove_all(tmp);
-    fs::create_directories(tmp);
-    torch::save(net.param_list(), (tmp / "params.pt").string());
-    torch::save(optimizer, (tmp / "optimizer.pt").string());
+    create_output_dir(tmp.string());
+    // Written under temporary names, checked, renamed: a full disk is an Error naming the file, not a torn one.
+    write_atomically((tmp / "params.pt").string(), [&](const std::string& t) { torch::save(net.param_list(), t); });
+    write_atomically((tmp / "optimizer.pt").string(), [&](const std::string& t) { torch::save(optimizer, t); });
     const json st = {{"step", step}, {"steps", steps}, {"seed", o.seed}, {"batch", o.batch},
                      {"max_length", o.max_length}, {"tokens", sum.tokens}, {"draft_layer", describe_layer(layer.shape)},
                      {"data", fs::absolute(o.data_dir).lexically_normal().string()},
                      {"best_accept_len", sum.best_accept_len}, {"best_step", sum.best_step}, {"best_record", best_record}};
-    std::ofstream(tmp / "state.json") << st.dump(2) << "\n";
+    write_file_atomic((tmp / "state.json").string(), st.dump(2) + "\n");
     replace_dir(tmp, state_dir);
   };
 
