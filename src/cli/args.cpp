@@ -11,27 +11,24 @@ const char* const kSpecGroup = "Speculative decoding";
 const char* const kDrafterOption = "--speculative-draft-model-path";  // the drafter's path: not passed on
 }  // namespace
 
-void ModelArgs::add_to(CLI::App& cmd, const std::string& names, bool required) {
-  auto* o = cmd.add_option(names, dir, "Hugging Face model folder (config.json, tokenizer.json, *.safetensors)");
-  if (required) o->required();
-  cmd.add_flag("--allow-unused-tensors", allow_unused_tensors,
+void add_model_args(CLI::App& cmd, std::string& dir, LoadOptions& load, const std::string& names) {
+  cmd.add_option(names, dir, "Hugging Face model folder (config.json, tokenizer.json, *.safetensors)")->required();
+  cmd.add_flag("--allow-unused-tensors", load.allow_unused_tensors,
                "Load even if the checkpoint holds tensors the model does not use (each listed)");
 }
 
-std::string ModelArgs::describe() const {
-  return dir + (allow_unused_tensors ? " (unused tensors allowed)" : "");
+std::string describe_model(const std::string& dir, const LoadOptions& load) {
+  return dir + (load.allow_unused_tensors ? " (unused tensors allowed)" : "");
 }
 
-void ThreadArgs::add_to(CLI::App& cmd, const std::string& names) { add_threads_option(cmd, threads, names); }
-void ThreadArgs::apply() const { set_num_threads(threads); }
-std::string ThreadArgs::describe() const { return std::to_string(thread_pool().size()) + " threads"; }
+std::string describe_threads() { return std::to_string(thread_pool().size()) + " threads"; }
 
-void ContextArgs::add_to(CLI::App& cmd, const std::string& context_help) {
+void add_context_args(CLI::App& cmd, int64_t& context, int& batch, const std::string& context_help) {
   cmd.add_option("-c,--ctx", context, context_help)->check(at_least(0));
   cmd.add_option("-b,--batch", batch, "Prompt tokens per prefill forward")->check(at_least(1));
 }
 
-std::string ContextArgs::describe() const {
+std::string describe_context(int64_t context, int batch) {
   return (context > 0 ? std::to_string(context) + " tokens" : std::string("default")) + ", prefill batch " +
          std::to_string(batch);
 }

@@ -1,40 +1,29 @@
 #pragma once
 // Argument groups, declared once and reused by every command (gemma.cpp's gemma_args.h is the model): model loading,
-// threads, context, sampling, speculative decoding (SGLang's names), output. Each group binds its flags to the
-// library's own option struct, so no command copies options into another struct by hand, and describes itself as
-// the effective configuration that generate, serve and bench print at start-up.
+// threads, context, sampling, speculative decoding (SGLang's names). Each group binds its flags to the fields of the
+// library's own option structs, so no command copies options into another struct by hand, and has a describe
+// function for the effective configuration that generate, serve and bench print once their checks have passed.
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
 #include "drafter/speculation.h"
+#include "model/transformer.h"
 #include "sample/sampler.h"
 
 namespace eaglet::cli {
 
-// -m DIR and whether tensors the model does not use may be ignored.
-struct ModelArgs {
-  std::string dir;
-  bool allow_unused_tensors = false;
-  void add_to(CLI::App& cmd, const std::string& names = "-m,--model", bool required = true);
-  std::string describe() const;
-};
+// -m DIR (required) and --allow-unused-tensors: a model folder and how its checkpoint is read.
+void add_model_args(CLI::App& cmd, std::string& dir, LoadOptions& load, const std::string& names = "-m,--model");
+std::string describe_model(const std::string& dir, const LoadOptions& load);
 
-// -t N: 0 (the default) means all cores.
-struct ThreadArgs {
-  int threads = 0;
-  void add_to(CLI::App& cmd, const std::string& names = "-t,--threads");
-  void apply() const;            // sizes the thread pool
-  std::string describe() const;  // "2 threads" (after apply)
-};
+// -t N (0, the default: all cores) is add_threads_option (cli/common.h); the pool's size once set:
+std::string describe_threads();
 
-// -c and -b: the context a sequence may fill and the prompt tokens per prefill forward.
-struct ContextArgs {
-  int64_t context = 0;  // 0: the command's default (stated in its help)
-  int batch = 256;
-  void add_to(CLI::App& cmd, const std::string& context_help);
-  std::string describe() const;
-};
+// -c and -b: the context a sequence may fill (0: the command's default, stated in `context_help`) and the prompt
+// tokens per prefill forward.
+void add_context_args(CLI::App& cmd, int64_t& context, int& batch, const std::string& context_help);
+std::string describe_context(int64_t context, int batch);
 
 // --temp, --top-p, --top-k, --seed (described by sample/sampler.h's describe).
 void add_sampling_args(CLI::App& cmd, SamplingParams& sampling, const std::string& help_prefix = "");

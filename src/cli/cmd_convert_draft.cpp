@@ -10,12 +10,14 @@ namespace eaglet::cli {
 namespace {
 
 struct ConvertArgs {
-  std::string model, format, out;
+  std::string model;
+  LoadOptions load;
+  std::string format, out;
   SpecOptions spec;
 };
 
 int run_convert(const ConvertArgs& a) {
-  auto target = Transformer::load(a.model);
+  auto target = Transformer::load(a.model, a.load);
   auto drafter = Speculation::load_drafter(a.spec.drafter, a.spec.load, *target);
   export_drafter(*drafter, *target, parse_drafter_format(a.format), a.out);
   log_info(drafter->describe() + "\nwrote " + a.out + " (" + a.format + " layout)");
@@ -27,7 +29,7 @@ int run_convert(const ConvertArgs& a) {
 Command add_convert_draft(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert-draft", "Write an EAGLE-3 drafter in the layout SGLang or vLLM loads");
   auto a = std::make_shared<ConvertArgs>();
-  cmd->add_option("-m,--model", a->model, "The target model the drafter serves")->required();
+  add_model_args(*cmd, a->model, a->load);
   add_drafter_args(*cmd, a->spec, "-d,--draft-model");
   cmd->get_option("--draft-model")->required();
   cmd->add_option("--format", a->format, "sglang (midlayer.*, LlamaForCausalLMEagle3) or speculators (vLLM)")

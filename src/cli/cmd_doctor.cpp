@@ -4,9 +4,11 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "doctor/doctor.h"
 #include "doctor/report.h"
 #include "io/prompts_file.h"
+#include "util/thread_pool.h"
 
 namespace eaglet::cli {
 
@@ -14,13 +16,13 @@ namespace {
 
 struct DoctorArgs {
   doctor::DoctorOptions options;
-  ThreadArgs threads;
+  int threads = 0;
   std::string prompts_file;
   bool json = false;
 };
 
 int run_doctor(DoctorArgs& a) {
-  a.threads.apply();
+  set_num_threads(a.threads);
   if (!a.prompts_file.empty()) a.options.prompts = read_prompts_file(a.prompts_file);
   const doctor::Report report = doctor::run_doctor(a.options);
   if (a.json)
@@ -35,7 +37,7 @@ int run_doctor(DoctorArgs& a) {
 Command add_doctor(CLI::App& app) {
   auto* cmd = app.add_subcommand("doctor", "Check a drafter against its target and say why acceptance is low");
   auto a = std::make_shared<DoctorArgs>();
-  cmd->add_option("-m,--model", a->options.target_dir, "Target model folder")->required();
+  add_model_args(*cmd, a->options.target_dir, a->options.target_load);
   add_drafter_args(*cmd, a->options.spec, "-d,--draft-model");
   cmd->get_option("--draft-model")->required();
   cmd->add_option("--prompts", a->prompts_file,
@@ -45,7 +47,7 @@ Command add_doctor(CLI::App& app) {
   cmd->add_option("-n,--n-predict", a->options.max_tokens, "Tokens generated per prompt and setting")
       ->check(CLI::Range(1, 4096));
   cmd->add_flag("--json", a->json, "Print the report as JSON");
-  a->threads.add_to(*cmd);
+  add_threads_option(*cmd, a->threads);
   return [a] { return run_doctor(*a); };
 }
 

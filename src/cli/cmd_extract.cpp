@@ -41,7 +41,7 @@ Command add_extract(CLI::App& app) {
   auto* cmd = app.add_subcommand("extract", "Write a drafter's training features (aux and final hidden states) in shards");
   auto a = std::make_shared<ExtractArgs>();
   ExtractOptions& o = a->options;
-  cmd->add_option("-m,--model", o.model_dir, "Target model folder")->required();
+  add_model_args(*cmd, o.model_dir, o.load);
   cmd->add_option("--data", o.data_file, "JSONL rows: {\"text\": ...} or {\"messages\": [...]}")->required();
   cmd->add_option("--out", o.out_dir, "Output folder (a rerun resumes: finished shards are kept)")->required();
   cmd->add_option("--layers", a->layers, "Aux layers, HF hidden_states ids (default 2,L/2,L-3)");

@@ -23,9 +23,10 @@ namespace eaglet::cli {
 namespace {
 
 struct GenerateArgs {
-  ModelArgs model;
-  ThreadArgs threads;
-  ContextArgs context;
+  std::string model;
+  LoadOptions load;
+  int threads = 0, batch = 256;
+  int64_t context = 0;
   SamplingParams sampling;
   SpecOptions spec;
   std::string prompt;
@@ -34,19 +35,19 @@ struct GenerateArgs {
 };
 
 int run_generate(const GenerateArgs& a) {
-  a.threads.apply();
-  Tokenizer tokenizer = Tokenizer::load(a.model.dir);
-  auto model = Transformer::load(a.model.dir, {.allow_unused_tensors = a.model.allow_unused_tensors});
+  set_num_threads(a.threads);
+  Tokenizer tokenizer = Tokenizer::load(a.model);
+  auto model = Transformer::load(a.model, a.load);
   check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
   const std::unique_ptr<Speculation> speculation = Speculation::load(a.spec, *model);
   std::vector<int32_t> prompt;
   if (a.chat) {
-    const std::string text = render_chat(chat_format_for(a.model.dir, tokenizer), {{"user", a.prompt}});
+    const std::string text = render_chat(chat_format_for(a.model, tokenizer), {{"user", a.prompt}});
     prompt = tokenizer.encode(text, /*add_bos=*/false);
   } else {
     prompt = tokenizer.encode(a.prompt, tokenizer.adds_bos());
   }
-  const GenerationLimits limits{a.n_predict, a.context.context, model->config().eos_token_ids, a.context.batch};
+  const GenerationLimits limits{a.n_predict, a.context, model->config().eos_token_ids, a.batch};
   if (a.echo) std::cout << a.prompt << std::flush;
   StreamingDetokenizer detok(tokenizer);
   detok.skip(prompt);
@@ -54,9 +55,9 @@ int run_generate(const GenerateArgs& a) {
   const TokenSink stream = [&](int32_t token) {
     if (!started) {  // the run is under way: every check has passed, so a failing command prints its error alone
       started = true;
-      log_configuration("eaglet generate", {{"model", a.model.describe()},
-                                            {"threads", a.threads.describe()},
-                                            {"context", a.context.describe()},
+      log_configuration("eaglet generate", {{"model", describe_model(a.model, a.load)},
+                                            {"threads", describe_threads()},
+                                            {"context", describe_context(a.context, a.batch)},
                                             {"sampling", describe(a.sampling)},
                                             {"speculative", a.spec.describe()}});
     }
@@ -102,13 +103,13 @@ int run_generate(const GenerateArgs& a) {
 Command add_generate(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate a continuation of a prompt (text to stdout, stats to stderr)");
   auto a = std::make_shared<GenerateArgs>();
-  a->model.add_to(*cmd);
+  add_model_args(*cmd, a->model, a->load);
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text")->required();
   cmd->add_flag("--chat", a->chat, "Wrap the prompt in the model's chat format (Llama-3, ChatML, Llama-2)");
   cmd->add_option("-n,--n-predict", a->n_predict, "Number of tokens to generate")->check(at_least(1));
   add_sampling_args(*cmd, a->sampling);
-  a->threads.add_to(*cmd);
-  a->context.add_to(*cmd, "Context size in tokens (default: prompt + n)");
+  add_threads_option(*cmd, a->threads);
+  add_context_args(*cmd, a->context, a->batch, "Context size in tokens (default: prompt + n)");
   cmd->add_flag("--echo", a->echo, "Print the prompt before the continuation");
   cmd->add_flag("--compare", a->compare, "Also run the target alone on the same prompt and print the speedup");
   add_drafter_args(*cmd, a->spec);

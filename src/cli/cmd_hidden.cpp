@@ -1,6 +1,7 @@
 // eaglet hidden: the aux hidden states (and logits) of a prompt, written to a safetensors file.
 #include <cstdio>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "io/json_util.h"
@@ -15,7 +16,9 @@ namespace eaglet::cli {
 namespace {
 
 struct HiddenArgs {
-  std::string model, layers, out;
+  std::string model;
+  LoadOptions load;
+  std::string layers, out;
   TextInput input;
   int threads = 0;
 };
@@ -33,7 +36,7 @@ int run_hidden(const HiddenArgs& a) {
   set_num_threads(a.threads);
   refuse_to_overwrite_model(a.out, a.model);
   Tokenizer tokenizer = Tokenizer::load(a.model);
-  auto model = Transformer::load(a.model);
+  auto model = Transformer::load(a.model, a.load);
   check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
   model->set_aux_layers(a.layers.empty() ? usable_default_aux_layers(model->config().num_layers,
                                                                      [](const std::vector<int>& ids) {
@@ -66,7 +69,7 @@ int run_hidden(const HiddenArgs& a) {
 Command add_hidden(CLI::App& app) {
   auto* cmd = app.add_subcommand("hidden", "Write a prompt's aux hidden states and logits to a safetensors file");
   auto a = std::make_shared<HiddenArgs>();
-  cmd->add_option("-m,--model", a->model, "Hugging Face model folder")->required();
+  add_model_args(*cmd, a->model, a->load);
   a->input.add_to(*cmd, "Prompt text");
   cmd->add_option("--layers", a->layers,
                   "Layer ids, HF hidden_states meaning: i = input of layer i, L = final pre-norm output "

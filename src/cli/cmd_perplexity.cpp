@@ -1,6 +1,7 @@
 // eaglet perplexity: exp(mean NLL) over consecutive --ctx windows of a text file (tokenized without BOS).
 #include <cstdio>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "generate/perplexity.h"
@@ -15,14 +16,16 @@ namespace eaglet::cli {
 namespace {
 
 struct PerplexityArgs {
-  std::string model, file;
+  std::string model;
+  LoadOptions load;
+  std::string file;
   int ctx = 512, threads = 0, batch = 128;
 };
 
 int run_perplexity(const PerplexityArgs& a) {
   set_num_threads(a.threads);
   Tokenizer tokenizer = Tokenizer::load(a.model);
-  auto model = Transformer::load(a.model);
+  auto model = Transformer::load(a.model, a.load);
   check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
   const std::vector<int32_t> tokens = tokenizer.encode(read_file(a.file), /*add_bos=*/false);
   if (tokens.size() >= static_cast<size_t>(a.ctx))
@@ -41,7 +44,7 @@ int run_perplexity(const PerplexityArgs& a) {
 Command add_perplexity(CLI::App& app) {
   auto* cmd = app.add_subcommand("perplexity", "Perplexity of a text file over consecutive windows");
   auto a = std::make_shared<PerplexityArgs>();
-  cmd->add_option("-m,--model", a->model, "Hugging Face model folder")->required();
+  add_model_args(*cmd, a->model, a->load);
   cmd->add_option("-f,--file", a->file, "Text file")->required();
   cmd->add_option("-c,--ctx", a->ctx, "Window length in tokens")->check(CLI::Range(2, 1 << 20));
   cmd->add_option("-b,--batch", a->batch, "Tokens per forward")->check(at_least(1));

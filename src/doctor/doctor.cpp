@@ -38,7 +38,7 @@ void guarded(Report& r, const std::string& name, const std::function<void()>& ch
 
 Report run_doctor(const DoctorOptions& o) {
   Report r;
-  auto target = Transformer::load(o.target_dir);
+  auto target = Transformer::load(o.target_dir, o.target_load);
   Tokenizer tokenizer = Tokenizer::load(o.target_dir);
   check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
 

@@ -7,11 +7,13 @@
 
 #include "doctor/check.h"
 #include "drafter/speculation.h"
+#include "model/transformer.h"
 
 namespace eaglet::doctor {
 
 struct DoctorOptions {
   std::string target_dir;
+  LoadOptions target_load;           // how the target's checkpoint is read
   SpecOptions spec;                  // the drafter (-d) and how it is read
   std::vector<std::string> prompts;  // empty: the built-in generic prompts
   bool chat = false;                 // render each prompt as a user turn in the target's chat format

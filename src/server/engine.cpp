@@ -29,7 +29,7 @@ std::string finish_reason(const Job& job, bool stop_matched, size_t generated) {
 
 Engine::Engine(const EngineOptions& o)
     : options_(o), tokenizer_(Tokenizer::load(o.model)), round_log_(o.spec.log_every) {
-  model_ = Transformer::load(o.model, {.allow_unused_tensors = o.allow_unused_tensors});
+  model_ = Transformer::load(o.model, o.load);
   check_tokenizer_fits(tokenizer_, model_->config().vocab_size, model_->config().file);
   speculation_ = Speculation::load(o.spec, *model_);
   context_ = o.context > 0 ? o.context : model_->config().max_position_embeddings;

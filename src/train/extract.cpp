@@ -251,7 +251,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   if (path_exists(o.out_dir) && !is_directory_path(o.out_dir))
     fail(o.out_dir, ": exists and is not a folder (--out names the folder the shards go to)");
   const Tokenizer tokenizer = Tokenizer::load(o.model_dir);
-  auto target = Transformer::load(o.model_dir);
+  auto target = Transformer::load(o.model_dir, o.load);
   check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
   const ModelConfig& c = target->config();
   const std::vector<int> aux =

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "model/transformer.h"
 #include "sample/sampler.h"
 #include "train/dataset.h"
 #include "train/draft_vocab.h"
@@ -26,6 +27,7 @@ namespace eaglet {
 
 struct ExtractOptions {
   std::string model_dir, data_file, out_dir;
+  LoadOptions load;  // how the target's checkpoint is read
   std::vector<int> aux_layers;  // HF hidden_states ids; empty: [2, L/2, L-3]
   int64_t max_tokens = 0;       // 0: the whole file
   int64_t max_length = 2048;    // per row

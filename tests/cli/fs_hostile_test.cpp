@@ -113,7 +113,7 @@ TEST(FsHostileCli, FifoWhereAFileIsReadIsRefusedNotWaitedOn) {
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   expect_error(eaglet("tokenize -m " + target() + " -f " + fifo), {fifo + kFifo});
   expect_error(eaglet("perplexity -m " + target() + " -f " + fifo), {fifo + kFifo});
-  expect_error(eaglet("bench -m " + target() + " -d " + drafter() + " --prompts " + fifo), {fifo + kFifo});
+  expect_error(eaglet("bench spec -m " + target() + " -d " + drafter() + " --prompts " + fifo), {fifo + kFifo});
   expect_error(eaglet("extract -m " + target() + " --data " + fifo + " --out " + dir + "/o"), {fifo + kFifo});
   expect_error(eaglet("train-draft -m " + target() + " --online --data " + fifo + " --out " + dir + "/t"),
                {fifo + kFifo});

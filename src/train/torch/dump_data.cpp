@@ -21,6 +21,7 @@
 #include "train/draft_vocab.h"
 #include "train/shards.h"
 #include "util/error.h"
+#include "util/log.h"
 
 namespace eaglet {
 
@@ -398,12 +399,11 @@ class DumpData : public TrainingData {
     const DraftVocab v = build_draft_vocab(counts, n);
     d2t_ = v.d2t;
     t2d_ = v.t2d;
-    std::fprintf(stderr,
-                 "train-draft: %s, %zu files, %lld tokens, %s; aux layers hidden_states %s; final state %s; draft "
-                 "vocabulary %lld from the loss-masked tokens (coverage %.1f%%); checked against the target\n",
+    log_info(strprintf("train-draft: %s, %zu files, %lld tokens, %s; aux layers hidden_states %s; final state %s; draft "
+                 "vocabulary %lld from the loss-masked tokens (coverage %.1f%%); checked against the target",
                  layout_name(layout), files_.size(), static_cast<long long>(tokens_), dtype_.c_str(),
                  ids_str(aux_layers_).c_str(), final_normed_ ? "post-norm" : "pre-norm", static_cast<long long>(n),
-                 100.0 * v.coverage);
+                 100.0 * v.coverage));
   }
 
   std::vector<SequenceRef> sequences(int64_t max_length) const override {
@@ -478,7 +478,7 @@ std::unique_ptr<TrainingData> open_training_data(const DataSourceOptions& o, Tra
   std::string format = o.format;
   if (format.empty()) {
     format = detect_data_format(o.dir);
-    std::fprintf(stderr, "train-draft: --data-format %s (detected in %s)\n", format.c_str(), o.dir.c_str());
+    log_info(strprintf("train-draft: --data-format %s (detected in %s)", format.c_str(), o.dir.c_str()));
   }
   if (format == "eaglet") {
     if (!o.layers.empty() || !o.final_state.empty() || !o.loss_mask.empty())

@@ -26,6 +26,8 @@
 #include "train/torch/draft_net.h"
 #include "train/torch/ttt.h"
 #include "util/error.h"
+#include "util/int_list.h"
+#include "util/log.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
 
@@ -255,7 +257,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   const int64_t Vd = static_cast<int64_t>(draft_ids.size());
   fs::remove_all(candidate);
   const DraftLayer layer = choose_draft_layer(tc, o.draft_config, data.aux_layers(), Vd);
-  std::fprintf(stderr, "train-draft: drafter layer %s: %s\n", describe_layer(layer.shape).c_str(), layer.origin.c_str());
+  log_info(strprintf("train-draft: drafter layer %s: %s", describe_layer(layer.shape).c_str(), layer.origin.c_str()));
   write_new_drafter_config(candidate.string(), tc, layer.shape, data.aux_layers(), Vd);
   const DrafterConfig config = DrafterConfig::load(candidate.string());  // the server's reading of what we write
 
@@ -300,22 +302,20 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     sum.best_step = st.value("best_step", -1ll);
     sum.tokens = st.value("tokens", 0ll);
     best_record = st.value("best_record", json(nullptr));
-    std::fprintf(stderr, "train-draft: resumed at step %lld of %lld from %s\n", static_cast<long long>(step),
-                 static_cast<long long>(steps), state_dir.c_str());
+    log_info(strprintf("train-draft: resumed at step %lld of %lld from %s", static_cast<long long>(step),
+                 static_cast<long long>(steps), state_dir.c_str()));
   }
 
-  std::fprintf(stderr,
-               "train-draft: %zu training sequences (%lld tokens), %zu held out; %lld steps of %d x <= %lld tokens, "
-               "TTT %d steps, lr %g; draft vocabulary %lld, aux layers",
+  log_info(strprintf("train-draft: %zu training sequences (%lld tokens), %zu held out; %lld steps of %d x <= %lld tokens, "
+               "TTT %d steps, lr %g; draft vocabulary %lld, aux layers %s (HF hidden_states ids)",
                train.size(), static_cast<long long>(train_tokens), held.size(), static_cast<long long>(steps), o.batch,
-               static_cast<long long>(o.max_length), o.ttt_steps, o.lr, static_cast<long long>(Vd));
-  for (int a : data.aux_layers()) std::fprintf(stderr, " %d", a);
-  std::fprintf(stderr, " (HF hidden_states ids)\n");
+               static_cast<long long>(o.max_length), o.ttt_steps, o.lr, static_cast<long long>(Vd),
+               format_int_list(data.aux_layers(), " ").c_str()));
 
   write_weights(candidate.string(), net, data);
   sum.check_error = check_one_network(net, candidate.string(), *target, data, held[0]);
-  std::fprintf(stderr, "train-draft: one network: served drafter vs libtorch drafter, max |dlogit| / (1 + max |logit|) "
-               "= %.2e (tolerance %.2e)\n", sum.check_error, o.check_tolerance);
+  log_info(strprintf("train-draft: one network: served drafter vs libtorch drafter, max |dlogit| / (1 + max |logit|) "
+               "= %.2e (tolerance %.2e)", sum.check_error, o.check_tolerance));
   if (!(sum.check_error <= o.check_tolerance))
     fail("train-draft: the served drafter computes something else than the trained one (relative logit difference ",
          sum.check_error, " > ", o.check_tolerance, "): a contract between trainer and server is broken");
@@ -362,8 +362,8 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     }
     const double accept = served[o.select_setting].accept_len;
     const bool better = accept > sum.best_accept_len || sum.best_step < 0;
-    std::fprintf(stderr, "eval step %lld: held-out acc %s | served accept len %s%s\n", static_cast<long long>(at),
-                 fmt_list(h.acc).c_str(), line.c_str(), better ? " (best: kept)" : "");
+    log_info(strprintf("eval step %lld: held-out acc %s | served accept len %s%s", static_cast<long long>(at),
+                 fmt_list(h.acc).c_str(), line.c_str(), better ? " (best: kept)" : ""));
     write_file_atomic((candidate / "eaglet_training.json").string(), record.dump(2) + "\n");
     if (better) {
       sum.best_accept_len = accept;
@@ -418,9 +418,9 @@ TrainSummary run_train_draft(const TrainOptions& o) {
       const double rate = static_cast<double>(run_tokens) / run_timer.seconds();
       const double eta = static_cast<double>(steps - step) * static_cast<double>(run_tokens) /
                          std::max(1.0, rate) / std::max<double>(1.0, static_cast<double>(step));
-      std::fprintf(stderr, "step %lld/%lld loss %.4f acc %s lr %.2e %.0f tok/s ETA %d:%02d\n",
+      log_info(strprintf("step %lld/%lld loss %.4f acc %s lr %.2e %.0f tok/s ETA %d:%02d",
                    static_cast<long long>(step), static_cast<long long>(steps), r.loss.item<double>(),
-                   fmt_list(r.step_acc).c_str(), lr, rate, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
+                   fmt_list(r.step_acc).c_str(), lr, rate, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60));
     }
     if (o.eval_every > 0 && step % o.eval_every == 0 && step < steps) evaluate_and_keep(step);
     if ((o.save_every > 0 && step % o.save_every == 0) || step == steps) save_state();
