@@ -137,8 +137,10 @@ int run_speculative(const BenchArgs& a) {
     add(plain, plain_run);
     for (Row& row : rows) {
       drafter->set_head_screen(!row.full_head);
-      const SpeculativeResult r =
-          generate_speculative(*target, proposer, prompt, {{row.params, row.verification}, a.sampling}, limits);
+      RoundOptions round = a.spec.round;  // every round-time flag, this row's shape and verification
+      round.draft = row.params;
+      round.scheme = row.verification;
+      const SpeculativeResult r = generate_speculative(*target, proposer, prompt, {round, a.sampling}, limits);
       row.t.identical = row.t.identical && r.tokens == plain_run.tokens;
       add(row.t, r, &r.stats);
     }

@@ -80,7 +80,12 @@ std::vector<std::string> speculative_flags_given(const CLI::App& cmd) {
   std::vector<std::string> out;
   for (const CLI::Option* o : cmd.get_options([](const CLI::Option* o) { return o->get_group() == kSpecGroup; })) {
     if (o->count() == 0 || o->check_name(kDrafterOption)) continue;
-    for (const std::string& value : o->results()) out.insert(out.end(), {"--" + o->get_lnames().front(), value});
+    const std::string name = "--" + o->get_lnames().front();
+    if (o->get_expected_min() == 0) {  // a flag: its name alone, as often as given
+      out.insert(out.end(), o->count(), name);
+      continue;
+    }
+    for (const std::string& value : o->results()) out.insert(out.end(), {name, value});
   }
   return out;
 }

@@ -71,6 +71,19 @@ TEST(CliBenchServe, TableHasEveryLevelAndCountsAddUp) {
   }
 }
 
+// Every flag of the speculative group but -d reaches the server the bench starts, as given (bench serve prints the
+// started server's effective configuration).
+TEST(CliBenchServe, TheSpeculativeFlagsReachTheStartedServer) {
+  const auto r = run_command(bench_serve("-d " + drafter("exact_echo") + " --prompts " + prompts_file() +
+                                         " --clients 1 --requests-per-client 1 -n 4 --speculative-num-steps 2 "
+                                         "--speculative-eagle-topk 1 --speculative-num-draft-tokens 3 "
+                                         "--aux-layer-convention input --speculative-sampling draft-q"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("bench serve: the started server's eaglet serve\n"));
+  EXPECT_THAT(r.err, HasSubstr("speculative: eagle3, chain 2/1/3, verification draft-q, drafter " +
+                             drafter("exact_echo") + ", aux ids as input"));
+}
+
 TEST(CliBenchServe, JsonCountsTokensOfEveryRequest) {
   const auto r =
       run_command(bench_serve("--prompts " + prompts_file() + " --clients 2 --requests-per-client 3 -n 7 --json"));

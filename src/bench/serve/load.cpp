@@ -270,6 +270,11 @@ int run_serve(const BenchArgs& a) {
     process = std::make_unique<ServeProcess>(serve_args(a, target, drafter), 600);
     log_info(strprintf("bench serve: %s serving %s%s%s (log %s)", process->url().c_str(), target.c_str(),
                        drafter.empty() ? "" : " with ", drafter.c_str(), process->log_path().c_str()));
+    // The server's effective configuration, as it printed it once loaded (the flags passed on, as it read them).
+    const std::string server_log = process->log();
+    const size_t from = server_log.find("eaglet serve\n"), to = server_log.find("eaglet serve: listening");
+    if (from != std::string::npos && to != std::string::npos && from < to)
+      log_info("bench serve: the started server's " + server_log.substr(from, to - from - 1));
     url = process->url();
   }
   const Endpoint server = parse_url(url);

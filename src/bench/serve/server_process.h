@@ -17,9 +17,9 @@ class ServeProcess {
 
   const std::string& url() const { return url_; }  // http://127.0.0.1:PORT
   const std::string& log_path() const { return log_path_; }
+  std::string log() const;  // what the server has written to its log so far
 
  private:
-  std::string log() const;
   pid_t pid_ = -1;
   std::string url_, log_path_;
 };
