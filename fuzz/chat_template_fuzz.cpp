@@ -15,7 +15,8 @@ std::vector<ChatMessage> messages_of(std::string_view text) {
   std::vector<ChatMessage> out;
   if (!j.is_array()) return out;
   for (const auto& m : j)
-    if (m.is_object() && m.contains("role") && m["role"].is_string() && m.contains("content") && m["content"].is_string())
+    if (m.is_object() && m.contains("role") && m["role"].is_string() && m.contains("content") &&
+        m["content"].is_string())
       out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
   return out;
 }

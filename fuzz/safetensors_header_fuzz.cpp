@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto file = SafetensorsFile::from_bytes("fuzz.safetensors", bytes);
     for (const auto& [name, t] : file->tensors()) {
       if (static_cast<uint64_t>(t.numel()) * dtype_size(t.dtype) != t.nbytes) __builtin_trap();
-      if (t.nbytes > 0) sink = static_cast<std::byte>(static_cast<int>(t.data[0]) ^ static_cast<int>(t.data[t.nbytes - 1]));
+      if (t.nbytes > 0)
+        sink = static_cast<std::byte>(static_cast<int>(t.data[0]) ^ static_cast<int>(t.data[t.nbytes - 1]));
       if (t.dtype == DType::F32 || t.dtype == DType::BF16 || t.dtype == DType::F16) to_f32(&t);
     }
     const auto find = [&](const char* name) {

@@ -29,6 +29,8 @@ class IsaTest : public ::testing::TestWithParam<Isa> {
   void TearDown() override { set_active_isa(Isa::Avx512Bf16); }  // clamped to the best this CPU has
 };
 
-inline std::string isa_test_name(const ::testing::TestParamInfo<Isa>& info) { return std::string(isa_name(info.param)); }
+inline std::string isa_test_name(const ::testing::TestParamInfo<Isa>& info) {
+  return std::string(isa_name(info.param));
+}
 
 }  // namespace eaglet::test

@@ -5,11 +5,11 @@
 
 namespace eaglet::test {
 
-std::string fixtures_dir();                 // build/fixtures (made by the oracle fixture tests)
-std::string shared_dir();                   // ../shared beside the repository
-std::string eaglet_bin();                   // the eaglet executable
-std::string python_bin();                   // Debian's python3 with torch (the oracle)
-std::string oracle_dir();                   // tests/oracle
+std::string fixtures_dir();                     // build/fixtures (made by the oracle fixture tests)
+std::string shared_dir();                       // ../shared beside the repository
+std::string eaglet_bin();                       // the eaglet executable
+std::string python_bin();                       // Debian's python3 with torch (the oracle)
+std::string oracle_dir();                       // tests/oracle
 std::string temp_dir(const std::string& name);  // a fresh, empty folder for one test
 // A fresh folder for a suite's shared setup. ctest runs every test as its own process, each running the suite's
 // setup, so the folder is named per process: concurrent tests of one suite must not rebuild each other's data.

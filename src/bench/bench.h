@@ -16,16 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "drafter/speculation.h"
 #include "kernels/dtype.h"
 #include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "sample/sampler.h"
-#include "drafter/speculation.h"
 
 namespace eaglet {
 class Transformer;
 class ThreadPool;
-}
+}  // namespace eaglet
 
 namespace eaglet::bench {
 
@@ -56,7 +56,7 @@ struct BenchArgs {
   std::string url, tokenizer_dir = "../shared/models/pycode-llama-19m";
   std::vector<int> clients = {1, 4, 16};
   int requests_per_client = 2, context = 2048;
-  int max_batch = 0, batch_row_budget = -2;  // passed to the started server when given (0 / -2: its defaults)
+  int max_batch = 0, batch_row_budget = -2;    // passed to the started server when given (0 / -2: its defaults)
   std::vector<std::string> server_spec_flags;  // the speculative flags given, but -d, passed on as given
 };
 

@@ -58,9 +58,9 @@ void time_drafter_step(const BenchArgs& a, Transformer& target, double target_ms
     }
     const ScreenedArgmax* screen = drafter->head_screen();
     const std::string what = head == Eagle3Drafter::Head::Logits ? ""
-                             : screen == nullptr               ? ", best id only (no screen on this CPU: whole head)"
-                             : screen->stats().declined > 0    ? ", best id only (the screen declined: whole head)"
-                                                               : ", best id only (screened head)";
+                             : screen == nullptr                 ? ", best id only (no screen on this CPU: whole head)"
+                             : screen->stats().declined > 0      ? ", best id only (the screen declined: whole head)"
+                                                                 : ", best id only (screened head)";
     std::printf("  step of %d token(s)%s: %.2f ms = %.1f%% of a target decode step (%.1f ms)\n", m, what.c_str(),
                 best * 1e3, 100.0 * best * 1e3 / target_ms, target_ms);
   }
@@ -108,9 +108,10 @@ int run_cost_curve(const BenchArgs& a) {
   std::printf("model: %s, %.2f GB of weights per forward, kernels: %s, %d threads\n", dir.c_str(), bytes / 1e9,
               std::string(isa_name(active_isa())).c_str(), thread_pool().size());
   print_machine_probe(machine, thread_pool().size());
-  std::printf("GFLOP/s counts the matmuls of a forward over M tokens, 2 x %.2f G parameters x M (attention not "
-              "counted; int8/int4: integer ops); %% of peak is against the probed %.0f of the kernels' instruction (%s)\n\n",
-              params / 1e9, peak, kernel.instruction.c_str());
+  std::printf(
+      "GFLOP/s counts the matmuls of a forward over M tokens, 2 x %.2f G parameters x M (attention not "
+      "counted; int8/int4: integer ops); %% of peak is against the probed %.0f of the kernels' instruction (%s)\n\n",
+      params / 1e9, peak, kernel.instruction.c_str());
   std::vector<std::vector<double>> ms;
   for (int ctx : a.contexts) {
     ms.emplace_back();
@@ -125,7 +126,8 @@ int run_cost_curve(const BenchArgs& a) {
     std::printf("| %d |", a.batch_sizes[i]);
     for (size_t c = 0; c < a.contexts.size(); ++c) {
       const double gflops = 2.0 * params * a.batch_sizes[i] / (ms[c][i] / 1e3) / 1e9;
-      std::printf(" %.1f | %.2f | %.0f | %s |", ms[c][i], ms[c][i] / ms[c][0], gflops, percent_of(gflops, peak).c_str());
+      std::printf(" %.1f | %.2f | %.0f | %s |", ms[c][i], ms[c][i] / ms[c][0], gflops,
+                  percent_of(gflops, peak).c_str());
     }
     std::printf("\n");
   }

@@ -63,10 +63,13 @@ int run_mla_forms(const BenchArgs& a) {
   for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = std::pow(50000.0f, -2.0f * static_cast<float>(i) / rope);
   std::mt19937 rng(9);
   std::normal_distribution<float> n01;
-  std::printf("MLA layer, Moonlight-16B-A3B shape (16 heads, rank 512, nope 128, rope 64, v 128), bf16 weights, "
-              "1 thread, CPU ms (best of %d)\n\n", a.repeats);
-  std::printf("| cached | M | absorbed ms | naive ms | naive / absorbed | cost model's ratio (attention only) | "
-              "chosen |\n");
+  std::printf(
+      "MLA layer, Moonlight-16B-A3B shape (16 heads, rank 512, nope 128, rope 64, v 128), bf16 weights, "
+      "1 thread, CPU ms (best of %d)\n\n",
+      a.repeats);
+  std::printf(
+      "| cached | M | absorbed ms | naive ms | naive / absorbed | cost model's ratio (attention only) | "
+      "chosen |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   BlockScratch s;
   const MlaFormPolicy absorbed{.naive_min_rows = std::numeric_limits<int64_t>::max()};

@@ -78,9 +78,10 @@ double independent_distinct(int64_t E, int64_t top_k, int m) {
 constexpr int kAcceptLens[] = {2, 3, 4};
 
 void print_table(const BenchArgs& a, const ReadBytes& r, int ctx, const std::vector<ForwardTime>& t) {
-  std::printf("\nctx %d:\n| M (new tokens) | ms | T(M)/T(1) | experts per MoE layer | if routed independently | GB read "
-              "| GB read / at M=1 | GB/s |",
-              ctx);
+  std::printf(
+      "\nctx %d:\n| M (new tokens) | ms | T(M)/T(1) | experts per MoE layer | if routed independently | GB read "
+      "| GB read / at M=1 | GB/s |",
+      ctx);
   for (int acc : kAcceptLens) std::printf(" ceiling a=%d |", acc);
   std::printf(" ceiling a=M |\n|---|---|---|---|---|---|---|---|");
   for (size_t i = 0; i < std::size(kAcceptLens) + 1; ++i) std::printf("---|");
@@ -115,13 +116,21 @@ int run_moe_cost_curve(const BenchArgs& a, Transformer& model, const std::string
   const std::string format =
       c.quant.format == WeightFormat::Dense ? std::string(dtype_name(model.lm_head().dtype)) : c.quant.description;
   if (a.json) {
-    nlohmann::json j = {{"model", dir}, {"isa", std::string(isa_name(active_isa()))}, {"threads", thread_pool().size()},
-                        {"weights", format}, {"dense_bytes", r.dense}, {"expert_bytes", r.expert},
-                        {"moe_layers", r.moe_layers}, {"experts", r.experts}, {"experts_per_token", r.top_k}};
+    nlohmann::json j = {{"model", dir},
+                        {"isa", std::string(isa_name(active_isa()))},
+                        {"threads", thread_pool().size()},
+                        {"weights", format},
+                        {"dense_bytes", r.dense},
+                        {"expert_bytes", r.expert},
+                        {"moe_layers", r.moe_layers},
+                        {"experts", r.experts},
+                        {"experts_per_token", r.top_k}};
     for (size_t ci = 0; ci < a.contexts.size(); ++ci) {
       nlohmann::json rows = nlohmann::json::array();
       for (size_t i = 0; i < times[ci].size(); ++i)
-        rows.push_back({{"m", a.batch_sizes[i]}, {"ms", times[ci][i].ms}, {"experts_run", times[ci][i].experts_run},
+        rows.push_back({{"m", a.batch_sizes[i]},
+                        {"ms", times[ci][i].ms},
+                        {"experts_run", times[ci][i].experts_run},
                         {"bytes_read", r.read(times[ci][i].experts_run)}});
       j["contexts"].push_back({{"ctx", a.contexts[ci]}, {"rows", rows}});
     }
@@ -134,13 +143,15 @@ int run_moe_cost_curve(const BenchArgs& a, Transformer& model, const std::string
               static_cast<long long>(r.experts), static_cast<long long>(r.top_k), format.c_str(),
               std::string(isa_name(active_isa())).c_str(), thread_pool().size());
   print_read_probe(probe, thread_pool().size());
-  std::printf("a forward reads %.3f GB every time (attention, dense MLP, shared experts, routers, norms, head) + "
-              "%.2f MB per routed expert it runs (those chosen by at least one row, counted per layer); not counted: the "
-              "embedding rows and the KV cache\n",
-              static_cast<double>(r.dense) / 1e9, static_cast<double>(r.expert) / 1e6);
+  std::printf(
+      "a forward reads %.3f GB every time (attention, dense MLP, shared experts, routers, norms, head) + "
+      "%.2f MB per routed expert it runs (those chosen by at least one row, counted per layer); not counted: the "
+      "embedding rows and the KV cache\n",
+      static_cast<double>(r.dense) / 1e9, static_cast<double>(r.expert) / 1e6);
   std::printf("GB read / at M=1: the T(M)/T(1) of a forward bound by memory bandwidth alone\n");
-  std::printf("speculative ceiling: speedup <= a * T(1) / (T(M) + D) for a tokens gained per verification of M rows "
-              "(draft tokens + 1; a <= M), D the drafter's time per round, taken as 0 here (an upper bound)\n");
+  std::printf(
+      "speculative ceiling: speedup <= a * T(1) / (T(M) + D) for a tokens gained per verification of M rows "
+      "(draft tokens + 1; a <= M), D the drafter's time per round, taken as 0 here (an upper bound)\n");
   for (size_t ci = 0; ci < a.contexts.size(); ++ci) print_table(a, r, a.contexts[ci], times[ci]);
   const double decode_gb_s = static_cast<double>(r.read(times[0][0].experts_run)) / 1e9 / (times[0][0].ms / 1e3);
   std::printf("\ndecode (M=1, ctx %d): %.1f GB/s of the weights read = %.0f%% of the probed bandwidth\n", a.contexts[0],

@@ -57,7 +57,8 @@ std::unique_ptr<OnednnReference> OnednnReference::create(const std::vector<Weigh
   return std::make_unique<Onednn>(weights, M);
 }
 #else
-std::unique_ptr<OnednnReference> OnednnReference::create(const std::vector<WeightMatrix>&, int64_t, std::string* why_not) {
+std::unique_ptr<OnednnReference> OnednnReference::create(const std::vector<WeightMatrix>&, int64_t,
+                                                         std::string* why_not) {
   *why_not = "not built in (install Debian's libdnnl-dev and re-run cmake)";
   return nullptr;
 }

@@ -15,7 +15,8 @@ class OnednnReference {
   virtual ~OnednnReference() = default;
   // y_i[M, rows_i] = x[M, cols_i] · W_iᵀ for every bf16 matrix, x already rounded to bf16 (row-major, cols_i wide).
   virtual void run(const uint16_t* x) = 0;
-  virtual std::string implementation() const = 0;  // oneDNN's name for the kernel it chose ("brg:avx512_core_bf16", ...)
+  virtual std::string implementation()
+      const = 0;  // oneDNN's name for the kernel it chose ("brg:avx512_core_bf16", ...)
   // Primitives for M rows and the weights in oneDNN's preferred layout (reordered once, here); nullptr with *why_not
   // set when oneDNN was not built in.
   static std::unique_ptr<OnednnReference> create(const std::vector<WeightMatrix>& weights, int64_t M,

@@ -12,9 +12,9 @@
 #include "bench/onednn_reference.h"
 #include "bench/synthetic.h"
 #include "kernels/bandwidth.h"
-#include "kernels/panel_store.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
+#include "kernels/panel_store.h"
 #include "kernels/quantized.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -27,8 +27,10 @@ namespace {
 
 std::string probe_text(const char* what, const PeakProbe& p, const char* unit) {
   char buf[160];
-  if (p.skipped.empty()) std::snprintf(buf, sizeof buf, "%s (%s) %.0f %s", what, p.instruction.c_str(), p.gflops, unit);
-  else std::snprintf(buf, sizeof buf, "%s skipped: %s", what, p.skipped.c_str());
+  if (p.skipped.empty())
+    std::snprintf(buf, sizeof buf, "%s (%s) %.0f %s", what, p.instruction.c_str(), p.gflops, unit);
+  else
+    std::snprintf(buf, sizeof buf, "%s skipped: %s", what, p.skipped.c_str());
   return buf;
 }
 
@@ -56,10 +58,14 @@ struct LayerWeights {
   PanelStore panels;
   LayerMatrices matrices() const { return {q, k, v, o_m, gate, up, down_m}; }
   std::vector<WeightMatrix> fused() const {  // the same bytes as 4 matrices, for oneDNN
-    return {{qkv.data(), DType::BF16, q.rows + k.rows + v.rows, q.cols}, o_m,
-            {gate_up.data(), DType::BF16, gate.rows + up.rows, gate.cols}, down_m};
+    return {{qkv.data(), DType::BF16, q.rows + k.rows + v.rows, q.cols},
+            o_m,
+            {gate_up.data(), DType::BF16, gate.rows + up.rows, gate.cols},
+            down_m};
   }
-  int64_t params() const { return (q.rows + k.rows + v.rows + o_m.rows + gate.rows + up.rows) * q.cols + down_m.rows * down_m.cols; }
+  int64_t params() const {
+    return (q.rows + k.rows + v.rows + o_m.rows + gate.rows + up.rows) * q.cols + down_m.rows * down_m.cols;
+  }
 };
 
 void fill_random_bf16(std::vector<uint16_t>& v, size_t n, uint64_t seed) {
@@ -125,7 +131,8 @@ QuantizedLayer quantized_layer(const LayerMatrices& dense, WeightFormat format, 
 struct LayerBuffers {
   std::vector<float> x, y;
   LayerBuffers(const SyntheticShape& s, int64_t max_m)
-      : x(static_cast<size_t>(max_m * std::max(s.hidden, s.intermediate))), y(static_cast<size_t>(max_m * 2 * s.intermediate)) {
+      : x(static_cast<size_t>(max_m * std::max(s.hidden, s.intermediate))),
+        y(static_cast<size_t>(max_m * 2 * s.intermediate)) {
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 97) - 48) * 1e-2f;
   }
 };
@@ -133,8 +140,8 @@ struct LayerBuffers {
 // --peak and --kernel-curve time one dense layer; another --shape is a usage error (exit 2).
 bool dense_layer_shape(const BenchArgs& a, const char* mode) {
   if (a.shape == "1b" || a.shape == "8b") return true;
-  log_info(strprintf("eaglet bench %s: --shape: expected 1b or 8b (one dense layer), found '%s'", mode,
-                     a.shape.c_str()));
+  log_info(
+      strprintf("eaglet bench %s: --shape: expected 1b or 8b (one dense layer), found '%s'", mode, a.shape.c_str()));
   return false;
 }
 
@@ -164,10 +171,11 @@ void quantized_table(const BenchArgs& a, const MachineProbe& probe, const LayerW
   const Row rows[] = {{"bf16", &bf16, 2.0 * static_cast<double>(w.params()), bf16_peak},
                       {"int8", &int8.m, int8.bytes, int_peak},
                       {"int4", &int4.m, int4.bytes, int_peak}};
-  std::printf("\nthe same layer with int8 (a scale per row) and int4 (group 32) weights, random codes and bf16 scales, "
-              "%s integer kernel, best of %d interleaved runs (GB/s: weight bytes read, codes and scales; %% of peak: "
-              "of the bf16 dot or int8 dot probe; memory probe %.1f GB/s):\n\n",
-              detail::int_kernel_is_vnni() ? "avx512_vnni" : "portable", a.repeats, probe.read_gb_s);
+  std::printf(
+      "\nthe same layer with int8 (a scale per row) and int4 (group 32) weights, random codes and bf16 scales, "
+      "%s integer kernel, best of %d interleaved runs (GB/s: weight bytes read, codes and scales; %% of peak: "
+      "of the bf16 dot or int8 dot probe; memory probe %.1f GB/s):\n\n",
+      detail::int_kernel_is_vnni() ? "avx512_vnni" : "portable", a.repeats, probe.read_gb_s);
   std::printf("| M | weights | ms | GB/s | GFLOP/s | %% of peak |\n|---|---|---|---|---|---|\n");
   for (int m : {1, 8, 32}) {
     double best[3] = {1e30, 1e30, 1e30};
@@ -194,10 +202,12 @@ void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
   std::vector<float>& y = buffers.y;
   std::vector<uint16_t> xb(x.size());
   for (size_t i = 0; i < x.size(); ++i) xb[i] = f32_to_bf16(x[i]);
-  std::printf("\nmatmuls of one %s layer (%.1f M bf16 parameters: q/k/v, o, gate/up, down), %s kernels, best of %d "
-              "interleaved runs:\n\n", shape.name.c_str(), w.params() / 1e6, std::string(isa_name(active_isa())).c_str(),
-              a.repeats);
-  std::printf("| M | eaglet ms | eaglet GFLOP/s | %% of peak | oneDNN ms | oneDNN GFLOP/s |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "\nmatmuls of one %s layer (%.1f M bf16 parameters: q/k/v, o, gate/up, down), %s kernels, best of %d "
+      "interleaved runs:\n\n",
+      shape.name.c_str(), w.params() / 1e6, std::string(isa_name(active_isa())).c_str(), a.repeats);
+  std::printf(
+      "| M | eaglet ms | eaglet GFLOP/s | %% of peak | oneDNN ms | oneDNN GFLOP/s |\n|---|---|---|---|---|---|\n");
   std::string why_not, implementation;
   for (int m : a.batch_sizes) {
     const auto ref = OnednnReference::create(w.fused(), m, &why_not);
@@ -220,13 +230,18 @@ void gemm_table(const BenchArgs& a, const MachineProbe& probe) {
     }
     const double flops = 2.0 * static_cast<double>(w.params()) * m, gf = flops / best / 1e9;
     std::printf("| %d | %.2f | %.0f | %s |", m, best * 1e3, gf, percent_of(gf, peak).c_str());
-    if (ref) std::printf(" %.2f | %.0f |\n", best_ref * 1e3, flops / best_ref / 1e9);
-    else std::printf(" - | - |\n");
+    if (ref)
+      std::printf(" %.2f | %.0f |\n", best_ref * 1e3, flops / best_ref / 1e9);
+    else
+      std::printf(" - | - |\n");
   }
-  if (!why_not.empty()) std::printf("\noneDNN reference: %s\n", why_not.c_str());
-  else std::printf("\noneDNN (%s): its bf16 matmul with weights reordered to its own layout beforehand, activations "
-                   "given in bf16 (eaglet's times include rounding them); a reference only, the engine does not use it.\n",
-                   implementation.c_str());
+  if (!why_not.empty())
+    std::printf("\noneDNN reference: %s\n", why_not.c_str());
+  else
+    std::printf(
+        "\noneDNN (%s): its bf16 matmul with weights reordered to its own layout beforehand, activations "
+        "given in bf16 (eaglet's times include rounding them); a reference only, the engine does not use it.\n",
+        implementation.c_str());
   quantized_table(a, probe, w, x.data(), y);
 }
 
@@ -282,18 +297,20 @@ int run_kernel_curve(const BenchArgs& a) {
       const double t = (cpu_time ? thread_cpu_seconds() - t0 : wall.seconds()) / kCopies;
       if (r > 0) best[i] = std::min(best[i], t);
     }
-  std::printf("matmuls of one %s layer (%.1f M bf16 parameters), %d copies (%.0f MB), %s kernels, %d thread(s), %s, "
-              "best of %d rounds:\n\n| M | ms per layer | GB/s of weights | GFLOP/s | T(M)/T(1) |\n|---|---|---|---|---|\n",
-              shape.name.c_str(), params / 1e6, kCopies, kCopies * 2.0 * static_cast<double>(params) / 1e6,
-              std::string(isa_name(active_isa())).c_str(), pool.size(), cpu_time ? "thread CPU time" : "wall clock",
-              a.repeats);
+  std::printf(
+      "matmuls of one %s layer (%.1f M bf16 parameters), %d copies (%.0f MB), %s kernels, %d thread(s), %s, "
+      "best of %d rounds:\n\n| M | ms per layer | GB/s of weights | GFLOP/s | T(M)/T(1) |\n|---|---|---|---|---|\n",
+      shape.name.c_str(), params / 1e6, kCopies, kCopies * 2.0 * static_cast<double>(params) / 1e6,
+      std::string(isa_name(active_isa())).c_str(), pool.size(), cpu_time ? "thread CPU time" : "wall clock", a.repeats);
   const auto one = std::find(a.batch_sizes.begin(), a.batch_sizes.end(), 1);
   for (size_t i = 0; i < a.batch_sizes.size(); ++i) {
     const double gb = 2.0 * static_cast<double>(params) / best[i] / 1e9;
     const double gflops = 2.0 * static_cast<double>(params) * a.batch_sizes[i] / best[i] / 1e9;
     std::printf("| %d | %.2f | %.1f | %.0f | ", a.batch_sizes[i], best[i] * 1e3, gb, gflops);
-    if (one != a.batch_sizes.end()) std::printf("%.2f |\n", best[i] / best[static_cast<size_t>(one - a.batch_sizes.begin())]);
-    else std::printf("- |\n");
+    if (one != a.batch_sizes.end())
+      std::printf("%.2f |\n", best[i] / best[static_cast<size_t>(one - a.batch_sizes.begin())]);
+    else
+      std::printf("- |\n");
   }
   return 0;
 }

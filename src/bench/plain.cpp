@@ -1,8 +1,8 @@
 // eaglet bench --plain: prefill and decode speed of a target at several thread counts, and the weight bandwidth of
 // decoding.
 #include <algorithm>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -84,8 +84,10 @@ std::string model_dir(const BenchArgs& a) {
     fail("--shape: expected 1b, 8b, moonlight-a3b or moe-tiny, found '", a.shape, "'");
   if (moe && !a.cost_curve) fail("--shape ", a.shape, ": the MoE shapes are for `eaglet bench moe` (or cost)");
   if (!moe && a.weights == "fp8") fail("--weights fp8: the Llama shapes are written bf16 (fp8 is for the MoE shapes)");
-  SyntheticShape shape = a.shape == "8b" ? llama31_8b_shape() : a.shape == "1b" ? llama32_1b_shape()
-                         : a.shape == "moe-tiny" ? tiny_moe_shape() : moonlight_a3b_shape(a.layers > 0 ? a.layers : 12);
+  SyntheticShape shape = a.shape == "8b"         ? llama31_8b_shape()
+                         : a.shape == "1b"       ? llama32_1b_shape()
+                         : a.shape == "moe-tiny" ? tiny_moe_shape()
+                                                 : moonlight_a3b_shape(a.layers > 0 ? a.layers : 12);
   if (a.layers > 0 && a.layers != shape.layers) {
     shape.layers = a.layers;
     shape.name.append("-").append(std::to_string(a.layers)).append("l");
@@ -109,7 +111,8 @@ std::string quantized_copy(const BenchArgs& a, const std::string& dir, const std
   if (std::filesystem::exists(out + "/config.json")) return out;
   log_info("bench: writing " + out + " (eaglet quantize --to " + to + " --lm-head; once)");
   std::filesystem::remove_all(out);
-  quantize_checkpoint({dir, out, {to == "int4" ? WeightFormat::Int4Group : WeightFormat::Int8Channel, 32}, false, true});
+  quantize_checkpoint(
+      {dir, out, {to == "int4" ? WeightFormat::Int4Group : WeightFormat::Int8Channel, 32}, false, true});
   return out;
 }
 
@@ -140,10 +143,14 @@ int run_plain(const BenchArgs& a) {
       }
   const std::string dir = base;
   if (a.json) {
-    nlohmann::json j = {{"model", dir}, {"isa", std::string(isa_name(active_isa()))}, {"decode_weight_bytes", decode_bytes}};
+    nlohmann::json j = {
+        {"model", dir}, {"isa", std::string(isa_name(active_isa()))}, {"decode_weight_bytes", decode_bytes}};
     for (const auto& r : results)
-      j["runs"].push_back({{"weights", r.weights}, {"threads", r.threads}, {"prefill_tok_s", r.prefill_tok_s},
-                           {"decode_tok_s", r.decode_tok_s}, {"decode_gb_s", r.decode_gb_s}});
+      j["runs"].push_back({{"weights", r.weights},
+                           {"threads", r.threads},
+                           {"prefill_tok_s", r.prefill_tok_s},
+                           {"decode_tok_s", r.decode_tok_s},
+                           {"decode_gb_s", r.decode_gb_s}});
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }

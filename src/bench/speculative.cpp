@@ -1,4 +1,5 @@
-// eaglet bench spec -m TARGET -d DRAFTER --prompts FILE (or --echo-pair): plain vs speculative decoding over a prompt set.
+// eaglet bench spec -m TARGET -d DRAFTER --prompts FILE (or --echo-pair): plain vs speculative decoding over a prompt
+// set.
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -6,10 +7,10 @@
 
 #include "bench/bench.h"
 #include "bench/synthetic.h"
-#include "io/json_util.h"
 #include "drafter/eagle3_proposer.h"
 #include "drafter/speculation.h"
 #include "generate/generation.h"
+#include "io/json_util.h"
 #include "io/prompts_file.h"
 #include "kernels/bandwidth.h"
 #include "kernels/cpu_features.h"
@@ -47,8 +48,7 @@ std::string echo_pair_dir(const BenchArgs& a) {
   char dev[32];
   std::snprintf(dev, sizeof dev, "%g", a.deviation);
   const std::string dir = a.synthetic_dir + "/synthetic-" + shape.name + "-echo-" + dev;
-  log_info("bench: synthetic pair " + dir + " (bigram target of " + shape.name +
-           " shape, drafter built to match it)");
+  log_info("bench: synthetic pair " + dir + " (bigram target of " + shape.name + " shape, drafter built to match it)");
   ensure_echo_pair(dir, shape, a.draft_vocab, a.deviation);
   return dir;
 }
@@ -88,16 +88,17 @@ int run_speculative(const BenchArgs& a) {
   } else {
     Tokenizer tokenizer = Tokenizer::load(target_dir);
     check_tokenizer_fits(tokenizer, target->config().vocab_size, target->config().file);
-    for (const auto& p : read_prompts_file(a.prompts_file, a.num_prompts)) prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
+    for (const auto& p : read_prompts_file(a.prompts_file, a.num_prompts))
+      prompts.push_back(tokenizer.encode(p, tokenizer.adds_bos()));
   }
   log_info(drafter->describe());  // after the prompts: a bad file fails with one line
-  log_configuration("eaglet bench spec", {{"target", target_dir},
-                                          {"threads", std::to_string(thread_pool().size()) + " threads"},
-                                          {"prompts", std::to_string(prompts.size()) + " x " +
-                                                          std::to_string(a.max_tokens) + " tokens"},
-                                          {"sampling", describe(a.sampling)},
-                                          {"settings", std::to_string(settings.size()) + " draft shape(s)"},
-                                          {"drafter", drafter_dir}});
+  log_configuration("eaglet bench spec",
+                    {{"target", target_dir},
+                     {"threads", std::to_string(thread_pool().size()) + " threads"},
+                     {"prompts", std::to_string(prompts.size()) + " x " + std::to_string(a.max_tokens) + " tokens"},
+                     {"sampling", describe(a.sampling)},
+                     {"settings", std::to_string(settings.size()) + " draft shape(s)"},
+                     {"drafter", drafter_dir}});
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
 
   struct Row {
@@ -112,8 +113,9 @@ int run_speculative(const BenchArgs& a) {
   const ScreenedArgmax* screen = drafter->head_screen();
   const bool full_asked = std::ranges::find(a.draft_heads, "full") != a.draft_heads.end();
   if (full_asked && screen == nullptr)
-    log_note("bench: --draft-head full: this drafter's head is not screened here (needs AVX-512 VNNI and a dense head "
-             "of 4 MB or more), so every row already computes the whole head");
+    log_note(
+        "bench: --draft-head full: this drafter's head is not screened here (needs AVX-512 VNNI and a dense head "
+        "of 4 MB or more), so every row already computes the whole head");
   for (const DraftParams& p : settings)
     for (SpecSampling scheme : sampled ? std::vector{SpecSampling::TargetOnly, SpecSampling::DraftQ}
                                        : std::vector{SpecSampling::TargetOnly}) {
@@ -126,8 +128,14 @@ int run_speculative(const BenchArgs& a) {
       }
       for (const bool full : full_heads) {
         const std::string name = p.label() + (full ? " (full head)" : "");
-        rows.push_back({name, !sampled ? "greedy" : scheme == SpecSampling::TargetOnly ? "target-only" : "draft-q", p,
-                        scheme, full, {}});
+        rows.push_back({name,
+                        !sampled                             ? "greedy"
+                        : scheme == SpecSampling::TargetOnly ? "target-only"
+                                                             : "draft-q",
+                        p,
+                        scheme,
+                        full,
+                        {}});
       }
     }
   // Prompt by prompt, plain then every setting: a drift of the machine's speed shifts all of them alike.
@@ -147,51 +155,67 @@ int run_speculative(const BenchArgs& a) {
   }
   drafter->set_head_screen(true);
   if (a.json) {
-    nlohmann::json j = {{"target", target_dir}, {"drafter", drafter_dir}, {"prompts", prompts.size()},
-                        {"max_tokens", a.max_tokens}, {"threads", thread_pool().size()},
+    nlohmann::json j = {{"target", target_dir},
+                        {"drafter", drafter_dir},
+                        {"prompts", prompts.size()},
+                        {"max_tokens", a.max_tokens},
+                        {"threads", thread_pool().size()},
                         {"temperature", a.sampling.temperature},
                         {"plain", {{"tokens", plain.tokens}, {"decode_tok_s", plain.tok_s()}}}};
     for (const Row& r : rows) {
-      j["runs"].push_back({{"setting", r.setting}, {"scheme", r.scheme}, {"num_steps", r.params.num_steps},
-                           {"topk", r.params.topk}, {"num_draft_tokens", r.params.num_draft_tokens},
-                           {"tokens", r.t.tokens}, {"decode_tok_s", r.t.tok_s()},
-                           {"speedup", r.t.tok_s() / plain.tok_s()}, {"accept_len", r.t.stats.accept_length()},
-                           {"accept_rate", r.t.stats.accept_rate()}, {"draft_acceptance", r.t.stats.draft_acceptance()},
+      j["runs"].push_back({{"setting", r.setting},
+                           {"scheme", r.scheme},
+                           {"num_steps", r.params.num_steps},
+                           {"topk", r.params.topk},
+                           {"num_draft_tokens", r.params.num_draft_tokens},
+                           {"tokens", r.t.tokens},
+                           {"decode_tok_s", r.t.tok_s()},
+                           {"speedup", r.t.tok_s() / plain.tok_s()},
+                           {"accept_len", r.t.stats.accept_length()},
+                           {"accept_rate", r.t.stats.accept_rate()},
+                           {"draft_acceptance", r.t.stats.draft_acceptance()},
                            {"per_depth_acceptance", r.t.stats.per_depth_acceptance()},
                            {"identical_to_plain", r.t.identical},
                            {"full_draft_head", r.full_head},
-                           {"round_seconds", {{"draft", r.t.stats.time.draft}, {"tree_select", r.t.stats.time.select},
-                                              {"verify", r.t.stats.time.verify},
-                                              {"accept_commit", r.t.stats.time.accept_commit},
-                                              {"drafter_extend", r.t.stats.time.extend}}}});
+                           {"round_seconds",
+                            {{"draft", r.t.stats.time.draft},
+                             {"tree_select", r.t.stats.time.select},
+                             {"verify", r.t.stats.time.verify},
+                             {"accept_commit", r.t.stats.time.accept_commit},
+                             {"drafter_extend", r.t.stats.time.extend}}}});
     }
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("target %s, drafter %s, %zu prompts x %d tokens, %d threads, temperature %.2f\n", target_dir.c_str(),
               drafter_dir.c_str(), prompts.size(), a.max_tokens, thread_pool().size(), a.sampling.temperature);
-  std::printf("| setting (steps/topk/tokens) | verify | decode tok/s | speedup | accept len | accept rate | "
-              "draft acceptance | per-depth acceptance | same output as plain |\n|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| setting (steps/topk/tokens) | verify | decode tok/s | speedup | accept len | accept rate | "
+      "draft acceptance | per-depth acceptance | same output as plain |\n|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| plain | - | %.1f | 1.00x | - | - | - | - | - |\n", plain.tok_s());
   for (const Row& r : rows) {
     const std::string depth = r.t.stats.per_depth_line();
     std::printf("| %s | %s | %.1f | %.2fx | %.2f | %.2f | %.1f%% | %s | %s |\n", r.setting.c_str(), r.scheme.c_str(),
                 r.t.tok_s(), r.t.tok_s() / plain.tok_s(), r.t.stats.accept_length(), r.t.stats.accept_rate(),
                 100.0 * r.t.stats.draft_acceptance(), depth.c_str(),
-                sampled ? "n/a (sampling)" : r.t.identical ? "yes" : "NO");
+                sampled         ? "n/a (sampling)"
+                : r.t.identical ? "yes"
+                                : "NO");
   }
   std::printf("\n");
-  for (const Row& r : rows) std::printf("%s %s: %s\n", r.setting.c_str(), r.scheme.c_str(), r.t.stats.time_line().c_str());
+  for (const Row& r : rows)
+    std::printf("%s %s: %s\n", r.setting.c_str(), r.scheme.c_str(), r.t.stats.time_line().c_str());
   if (screen != nullptr && screen->stats().rows > 0) {
     const ScreenedArgmax::Stats& st = screen->stats();
     const double served = static_cast<double>(st.rows - st.declined);
-    std::printf("\ndrafter head of greedy chains: screened by an int8 copy (%.1f MB); %lld head rows, %lld declined "
-                "(whole head), the others computed exactly for %.2f%% of the vocabulary on average\n",
-                static_cast<double>(screen->bytes()) / 1e6, static_cast<long long>(st.rows),
-                static_cast<long long>(st.declined),
-                served > 0 ? 100.0 * static_cast<double>(st.exact_rows) /
-                                 (served * static_cast<double>(drafter->config().draft_vocab_size))
-                           : 0.0);
+    std::printf(
+        "\ndrafter head of greedy chains: screened by an int8 copy (%.1f MB); %lld head rows, %lld declined "
+        "(whole head), the others computed exactly for %.2f%% of the vocabulary on average\n",
+        static_cast<double>(screen->bytes()) / 1e6, static_cast<long long>(st.rows),
+        static_cast<long long>(st.declined),
+        served > 0 ? 100.0 * static_cast<double>(st.exact_rows) /
+                         (served * static_cast<double>(drafter->config().draft_vocab_size))
+                   : 0.0);
   }
   return 0;
 }

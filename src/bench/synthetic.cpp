@@ -30,29 +30,53 @@ namespace {
 constexpr int64_t kFp8Block = 128;  // DeepSeek's weight_block_size
 
 nlohmann::json config_json(const SyntheticShape& s, DType dtype) {
-  nlohmann::json j = {
-      {"vocab_size", s.vocab}, {"hidden_size", s.hidden}, {"intermediate_size", s.intermediate},
-      {"num_hidden_layers", s.layers}, {"num_attention_heads", s.heads}, {"num_key_value_heads", s.kv_heads},
-      {"rope_theta", s.rope_theta}, {"tie_word_embeddings", s.tied},
-      {"bos_token_id", std::min<int64_t>(128000, s.vocab - 2)}, {"eos_token_id", std::min<int64_t>(128001, s.vocab - 1)},
-      {"torch_dtype", dtype == DType::F16 ? "float16" : dtype == DType::F32 ? "float32" : "bfloat16"},
-      {"eaglet_synthetic", s.name}};
+  nlohmann::json j = {{"vocab_size", s.vocab},
+                      {"hidden_size", s.hidden},
+                      {"intermediate_size", s.intermediate},
+                      {"num_hidden_layers", s.layers},
+                      {"num_attention_heads", s.heads},
+                      {"num_key_value_heads", s.kv_heads},
+                      {"rope_theta", s.rope_theta},
+                      {"tie_word_embeddings", s.tied},
+                      {"bos_token_id", std::min<int64_t>(128000, s.vocab - 2)},
+                      {"eos_token_id", std::min<int64_t>(128001, s.vocab - 1)},
+                      {"torch_dtype", dtype == DType::F16   ? "float16"
+                                      : dtype == DType::F32 ? "float32"
+                                                            : "bfloat16"},
+                      {"eaglet_synthetic", s.name}};
   const SyntheticMoe& m = s.moe;
   if (m.experts == 0) {
-    j.update({{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"head_dim", s.head_dim},
-              {"rms_norm_eps", 1e-5}, {"max_position_embeddings", 131072}});
+    j.update({{"architectures", {"LlamaForCausalLM"}},
+              {"model_type", "llama"},
+              {"head_dim", s.head_dim},
+              {"rms_norm_eps", 1e-5},
+              {"max_position_embeddings", 131072}});
   } else {
-    j.update({{"architectures", {"DeepseekV3ForCausalLM"}}, {"model_type", "deepseek_v3"}, {"rms_norm_eps", 1e-5},
-              {"max_position_embeddings", 8192}, {"q_lora_rank", nullptr}, {"kv_lora_rank", m.kv_lora_rank},
-              {"qk_nope_head_dim", m.qk_nope_dim}, {"qk_rope_head_dim", s.head_dim}, {"v_head_dim", m.v_head_dim},
-              {"moe_intermediate_size", m.intermediate}, {"n_routed_experts", m.experts},
-              {"num_experts_per_tok", m.experts_per_token}, {"n_shared_experts", m.shared_experts},
-              {"first_k_dense_replace", m.first_dense}, {"n_group", 1}, {"topk_group", 1}, {"norm_topk_prob", true},
-              {"routed_scaling_factor", m.routed_scaling_factor}, {"scoring_func", "sigmoid"},
+    j.update({{"architectures", {"DeepseekV3ForCausalLM"}},
+              {"model_type", "deepseek_v3"},
+              {"rms_norm_eps", 1e-5},
+              {"max_position_embeddings", 8192},
+              {"q_lora_rank", nullptr},
+              {"kv_lora_rank", m.kv_lora_rank},
+              {"qk_nope_head_dim", m.qk_nope_dim},
+              {"qk_rope_head_dim", s.head_dim},
+              {"v_head_dim", m.v_head_dim},
+              {"moe_intermediate_size", m.intermediate},
+              {"n_routed_experts", m.experts},
+              {"num_experts_per_tok", m.experts_per_token},
+              {"n_shared_experts", m.shared_experts},
+              {"first_k_dense_replace", m.first_dense},
+              {"n_group", 1},
+              {"topk_group", 1},
+              {"norm_topk_prob", true},
+              {"routed_scaling_factor", m.routed_scaling_factor},
+              {"scoring_func", "sigmoid"},
               {"topk_method", "noaux_tc"}});
   }
   if (dtype == DType::F8_E4M3)
-    j["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
+    j["quantization_config"] = {{"quant_method", "fp8"},
+                                {"fmt", "e4m3"},
+                                {"activation_scheme", "dynamic"},
                                 {"weight_block_size", {kFp8Block, kFp8Block}}};
   return j;
 }
@@ -117,11 +141,13 @@ struct TensorBuilder {
                            }
                          }
                        }});
-    const std::vector<int64_t> blocks = {(shape[0] + kFp8Block - 1) / kFp8Block, (shape[1] + kFp8Block - 1) / kFp8Block};
+    const std::vector<int64_t> blocks = {(shape[0] + kFp8Block - 1) / kFp8Block,
+                                         (shape[1] + kFp8Block - 1) / kFp8Block};
     const float block_scale = scale * (1.0f / std::sqrt(3.0f)) / std::sqrt(85.0f / 256.0f * 1100.0f / 512.0f);
     const int64_t scales = blocks[0] * blocks[1];
-    tensors.push_back({name + "_scale_inv", DType::F32, blocks, nullptr,
-                       [scales, block_scale](void* dst) { std::fill_n(static_cast<float*>(dst), scales, block_scale); }});
+    tensors.push_back({name + "_scale_inv", DType::F32, blocks, nullptr, [scales, block_scale](void* dst) {
+                         std::fill_n(static_cast<float*>(dst), scales, block_scale);
+                       }});
   }
 };
 
@@ -178,16 +204,30 @@ void ensure_echo_pair(const std::string& dir, const SyntheticShape& t, int64_t r
   target_config["tie_word_embeddings"] = false;
   target_config["eaglet_synthetic"] = t.name + "-echo-target";
   target_config["eaglet_echo_deviation"] = deviation;
-  const nlohmann::json layer = {{"model_type", "llama"}, {"vocab_size", V}, {"hidden_size", H}, {"intermediate_size", I},
-                                {"num_hidden_layers", 1}, {"num_attention_heads", t.heads},
-                                {"num_key_value_heads", t.kv_heads}, {"head_dim", D}, {"rms_norm_eps", 1e-5},
-                                {"rope_theta", 10000.0}, {"max_position_embeddings", 131072}};
-  const nlohmann::json drafter_config = {
-      {"architectures", {"Eagle3Speculator"}}, {"speculators_model_type", "eagle3"},
-      {"speculators_config", {{"algorithm", "eagle3"}}}, {"transformer_layer_config", layer},
-      {"draft_vocab_size", draft_vocab}, {"target_hidden_size", H}, {"norm_before_residual", true},
-      {"norm_before_fc", false}, {"fc_norm", false}, {"norm_output", false},
-      {"eaglet_synthetic", t.name + "-echo-drafter"}, {"eaglet_echo_deviation", deviation}, {"eaglet_echo_qk_scale", 3}};
+  const nlohmann::json layer = {{"model_type", "llama"},
+                                {"vocab_size", V},
+                                {"hidden_size", H},
+                                {"intermediate_size", I},
+                                {"num_hidden_layers", 1},
+                                {"num_attention_heads", t.heads},
+                                {"num_key_value_heads", t.kv_heads},
+                                {"head_dim", D},
+                                {"rms_norm_eps", 1e-5},
+                                {"rope_theta", 10000.0},
+                                {"max_position_embeddings", 131072}};
+  const nlohmann::json drafter_config = {{"architectures", {"Eagle3Speculator"}},
+                                         {"speculators_model_type", "eagle3"},
+                                         {"speculators_config", {{"algorithm", "eagle3"}}},
+                                         {"transformer_layer_config", layer},
+                                         {"draft_vocab_size", draft_vocab},
+                                         {"target_hidden_size", H},
+                                         {"norm_before_residual", true},
+                                         {"norm_before_fc", false},
+                                         {"fc_norm", false},
+                                         {"norm_output", false},
+                                         {"eaglet_synthetic", t.name + "-echo-drafter"},
+                                         {"eaglet_echo_deviation", deviation},
+                                         {"eaglet_echo_qk_scale", 3}};
   const fs::path tdir = fs::path(dir) / "target", ddir = fs::path(dir) / "drafter";
   auto up_to_date = [](const fs::path& d, const nlohmann::json& c) {
     return fs::exists(d / "model.safetensors") && fs::exists(d / "config.json") &&
@@ -208,7 +248,8 @@ void ensure_echo_pair(const std::string& dir, const SyntheticShape& t, int64_t r
       b.add(p + "self_attn.q_proj.weight", {q, H}, init_scale(H));
       b.add(p + "self_attn.k_proj.weight", {kv, H}, init_scale(H));
       b.add(p + "self_attn.v_proj.weight", {kv, H}, init_scale(H));
-      b.add_values(p + "self_attn.o_proj.weight", {H, q}, [&](size_t) { return deviation * init_scale(q) * b.noise(); });
+      b.add_values(p + "self_attn.o_proj.weight", {H, q},
+                   [&](size_t) { return deviation * init_scale(q) * b.noise(); });
       b.add(p + "post_attention_layernorm.weight", {H}, 0);
       b.add(p + "mlp.gate_proj.weight", {I, H}, init_scale(H));
       b.add(p + "mlp.up_proj.weight", {I, H}, init_scale(H));
@@ -236,8 +277,10 @@ void ensure_echo_pair(const std::string& dir, const SyntheticShape& t, int64_t r
       const size_t row = i / two_h, col = i % two_h;
       return col == (row / Ds / g) * Ds + row % Ds ? s : 0.0f;
     });
-    d.add_values("layers.0.self_attn.k_proj.weight", {kv, 2 * H}, [&](size_t i) { return i / two_h == i % two_h ? s : 0.0f; });
-    d.add_values("layers.0.self_attn.v_proj.weight", {kv, 2 * H}, [&](size_t i) { return i / two_h == i % two_h ? 1.0f : 0.0f; });
+    d.add_values("layers.0.self_attn.k_proj.weight", {kv, 2 * H},
+                 [&](size_t i) { return i / two_h == i % two_h ? s : 0.0f; });
+    d.add_values("layers.0.self_attn.v_proj.weight", {kv, 2 * H},
+                 [&](size_t i) { return i / two_h == i % two_h ? 1.0f : 0.0f; });
     // Output dims [h*D, (h+1)*D) = the mean of the group's query heads, each of which returned KV head h's value.
     const size_t qs = static_cast<size_t>(q);
     d.add_values("layers.0.self_attn.o_proj.weight", {H, q}, [&](size_t i) {
@@ -268,12 +311,21 @@ int64_t ensure_synthetic_drafter(const std::string& dir, const SyntheticShape& t
                                  uint64_t seed) {
   namespace fs = std::filesystem;
   const int64_t H = t.hidden, I = t.intermediate, q = t.heads * t.head_dim, kv = t.kv_heads * t.head_dim;
-  const nlohmann::json config = {
-      {"architectures", {"LlamaForCausalLMEagle3"}}, {"model_type", "llama"}, {"hidden_size", H},
-      {"intermediate_size", I}, {"num_hidden_layers", 1}, {"num_attention_heads", t.heads},
-      {"num_key_value_heads", t.kv_heads}, {"head_dim", t.head_dim}, {"rms_norm_eps", 1e-5}, {"vocab_size", t.vocab},
-      {"draft_vocab_size", draft_vocab}, {"rope_theta", 10000.0}, {"max_position_embeddings", 2048},
-      {"torch_dtype", dtype == DType::BF16 ? "bfloat16" : "float16"}, {"eaglet_synthetic", t.name + "-drafter"}};
+  const nlohmann::json config = {{"architectures", {"LlamaForCausalLMEagle3"}},
+                                 {"model_type", "llama"},
+                                 {"hidden_size", H},
+                                 {"intermediate_size", I},
+                                 {"num_hidden_layers", 1},
+                                 {"num_attention_heads", t.heads},
+                                 {"num_key_value_heads", t.kv_heads},
+                                 {"head_dim", t.head_dim},
+                                 {"rms_norm_eps", 1e-5},
+                                 {"vocab_size", t.vocab},
+                                 {"draft_vocab_size", draft_vocab},
+                                 {"rope_theta", 10000.0},
+                                 {"max_position_embeddings", 2048},
+                                 {"torch_dtype", dtype == DType::BF16 ? "bfloat16" : "float16"},
+                                 {"eaglet_synthetic", t.name + "-drafter"}};
   const int64_t step_bytes =
       static_cast<int64_t>(dtype_size(dtype)) * (2 * H * q + 4 * H * kv + q * H + 3 * H * I + draft_vocab * H);
   const fs::path config_path = fs::path(dir) / "config.json", weights_path = fs::path(dir) / "model.safetensors";

@@ -43,8 +43,7 @@ void add_sampling_args(CLI::App& cmd, SamplingParams& s, const std::string& p) {
 void add_drafter_args(CLI::App& cmd, SpecOptions& o, const std::string& drafter_names) {
   cmd.add_option(drafter_names, o.drafter, "EAGLE-3 drafter folder (any layout)")->group(kSpecGroup);
   cmd.add_option_function<std::string>(
-         "--aux-layer-convention",
-         [&o](const std::string& text) { o.load.aux_convention = aux_convention_flag(text); },
+         "--aux-layer-convention", [&o](const std::string& text) { o.load.aux_convention = aux_convention_flag(text); },
          "Meaning of explicit eagle_aux_hidden_state_layer_ids: input (of layer i: vLLM, speculators) or output (of "
          "layer i: SGLang, SpecForge). Default: by drafter layout")
       ->check(CLI::IsMember({"input", "output"}))
@@ -65,7 +64,9 @@ void add_round_args(CLI::App& cmd, SpecOptions& o, RoundFlags which) {
       ->group(kSpecGroup);
   cmd.add_option_function<std::string>(
          "--speculative-sampling",
-         [&o](const std::string& s) { o.round.scheme = s == "draft-q" ? SpecSampling::DraftQ : SpecSampling::TargetOnly; },
+         [&o](const std::string& s) {
+           o.round.scheme = s == "draft-q" ? SpecSampling::DraftQ : SpecSampling::TargetOnly;
+         },
          "Verification at temperature > 0: target-only (accept x with p(x)) or draft-q (min(1, p/q) with drafts "
          "sampled from the drafter)")
       ->check(CLI::IsMember({"target-only", "draft-q"}))
@@ -92,7 +93,8 @@ std::vector<std::string> speculative_flags_given(const CLI::App& cmd) {
 
 bool draft_shape_given(const CLI::App& cmd) {
   return cmd.count("--speculative-num-steps") + cmd.count("--speculative-eagle-topk") +
-             cmd.count("--speculative-num-draft-tokens") > 0;
+             cmd.count("--speculative-num-draft-tokens") >
+         0;
 }
 
 }  // namespace eaglet::cli

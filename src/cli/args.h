@@ -30,8 +30,10 @@ void add_sampling_args(CLI::App& cmd, SamplingParams& sampling, const std::strin
 
 // The speculative flags: the drafter and how it is read (every command that loads one), and the rounds (the commands
 // that decode).
-void add_drafter_args(CLI::App& cmd, SpecOptions& spec, const std::string& drafter_names = "-d,--draft-model,"
-                                                                                           "--speculative-draft-model-path");
+void add_drafter_args(CLI::App& cmd, SpecOptions& spec,
+                      const std::string& drafter_names =
+                          "-d,--draft-model,"
+                          "--speculative-draft-model-path");
 enum class RoundFlags { WithLog, WithoutLog };
 void add_round_args(CLI::App& cmd, SpecOptions& spec, RoundFlags which = RoundFlags::WithLog);
 // The speculative flags given on `cmd` but the drafter's path, as "--name value" (a command that starts a server

@@ -1,5 +1,6 @@
 // eaglet bench SUBCOMMAND: one subcommand per benchmark, each with its own flags; the benchmarks live in src/bench
-// (bench/bench.h). The flag forms of earlier releases (bench --plain, bench -d ...) are rewritten to these, with a note.
+// (bench/bench.h). The flag forms of earlier releases (bench --plain, bench -d ...) are rewritten to these, with a
+// note.
 #include <array>
 #include <iostream>
 
@@ -37,7 +38,8 @@ void add_contexts(CLI::App& cmd, BenchArgs& a) {
 // A synthetic model of a real shape (written once under --synthetic-dir) where -m is not given.
 void add_synthetic(CLI::App& cmd, BenchArgs& a, const std::vector<std::string>& shapes, const std::string& help) {
   cmd.add_option("--shape", a.shape, help)->check(CLI::IsMember(shapes));
-  cmd.add_option("--layers", a.layers, "Layers of the synthetic model instead of the shape's")->check(CLI::Range(1, 256));
+  cmd.add_option("--layers", a.layers, "Layers of the synthetic model instead of the shape's")
+      ->check(CLI::Range(1, 256));
   cmd.add_option("--synthetic-dir", a.synthetic_dir, "Where synthetic models are written");
 }
 
@@ -88,10 +90,12 @@ void add_plain(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs
 }
 
 void add_cost(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs, bool moe) {
-  auto* cmd = moe ? bench.add_subcommand("moe", "The cost curve of an MoE model: weight bytes read per forward "
-                                                "(experts chosen), GB/s, T(M)/T(1) and the speedup ceiling")
-                  : bench.add_subcommand("cost", "Time of one forward over M new tokens after a cached context, as "
-                                                 "T(M)/T(1), GFLOP/s and % of the peak");
+  auto* cmd = moe ? bench.add_subcommand("moe",
+                                         "The cost curve of an MoE model: weight bytes read per forward "
+                                         "(experts chosen), GB/s, T(M)/T(1) and the speedup ceiling")
+                  : bench.add_subcommand("cost",
+                                         "Time of one forward over M new tokens after a cached context, as "
+                                         "T(M)/T(1), GFLOP/s and % of the peak");
   auto a = std::make_shared<BenchArgs>();
   a->cost_curve = true;
   if (moe) a->shape = "moonlight-a3b";
@@ -117,8 +121,9 @@ void add_cost(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs,
 }
 
 void add_peak(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs) {
-  auto* cmd = bench.add_subcommand("peak", "Bandwidth and compute peak (1 and all threads), and the matmul kernels on "
-                                           "one layer of --shape against that peak and oneDNN");
+  auto* cmd = bench.add_subcommand("peak",
+                                   "Bandwidth and compute peak (1 and all threads), and the matmul kernels on "
+                                   "one layer of --shape against that peak and oneDNN");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("--shape", a->shape, "One dense layer of 1b or 8b")->check(CLI::IsMember({"1b", "8b"}));
   add_batch_sizes(*cmd, *a);
@@ -128,8 +133,9 @@ void add_peak(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs)
 }
 
 void add_kernels(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs) {
-  auto* cmd = bench.add_subcommand("kernels", "The matmuls of one layer of --shape alone for each M, over 4 copies "
-                                              "of the layer (weights from memory): ms, GB/s, GFLOP/s, T(M)/T(1)");
+  auto* cmd = bench.add_subcommand("kernels",
+                                   "The matmuls of one layer of --shape alone for each M, over 4 copies "
+                                   "of the layer (weights from memory): ms, GB/s, GFLOP/s, T(M)/T(1)");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("--shape", a->shape, "One dense layer of 1b or 8b")->check(CLI::IsMember({"1b", "8b"}));
   add_batch_sizes(*cmd, *a);
@@ -139,8 +145,9 @@ void add_kernels(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& su
 }
 
 void add_mla(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs) {
-  auto* cmd = bench.add_subcommand("mla", "One MLA layer (Moonlight's shape) over M new rows after each context: "
-                                          "absorbed vs naive form, CPU time on one thread");
+  auto* cmd = bench.add_subcommand("mla",
+                                   "One MLA layer (Moonlight's shape) over M new rows after each context: "
+                                   "absorbed vs naive form, CPU time on one thread");
   auto a = std::make_shared<BenchArgs>();
   add_batch_sizes(*cmd, *a);
   add_contexts(*cmd, *a);
@@ -149,8 +156,9 @@ void add_mla(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs) 
 }
 
 void add_spec(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs) {
-  auto* cmd = bench.add_subcommand("spec", "Plain vs speculative decoding over a prompt set (-m, -d, --prompts) or "
-                                           "the synthetic --echo-pair, for each draft setting");
+  auto* cmd = bench.add_subcommand("spec",
+                                   "Plain vs speculative decoding over a prompt set (-m, -d, --prompts) or "
+                                   "the synthetic --echo-pair, for each draft setting");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("-m,--model", a->model, "Target model folder");
   add_drafter_args(*cmd, a->spec);
@@ -175,9 +183,10 @@ void add_spec(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs)
 }
 
 void add_serve_load(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs) {
-  auto* cmd = bench.add_subcommand("serve", "Load test of eaglet serve: concurrent streaming clients, speculation on "
-                                            "and off; the server of -m/-d (or --echo-pair) is started here unless "
-                                            "--url names a running one");
+  auto* cmd = bench.add_subcommand("serve",
+                                   "Load test of eaglet serve: concurrent streaming clients, speculation on "
+                                   "and off; the server of -m/-d (or --echo-pair) is started here unless "
+                                   "--url names a running one");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("-m,--model", a->model, "Target model folder of the started server");
   add_drafter_args(*cmd, a->spec);
@@ -192,8 +201,9 @@ void add_serve_load(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>&
   cmd->add_option("--max-batch", a->max_batch, "The started server's --max-batch")->check(CLI::Range(1, 256));
   cmd->add_option("--batch-row-budget", a->batch_row_budget, "The started server's --batch-row-budget")
       ->check(CLI::Range(-1, 65536));
-  cmd->add_option("--tokenizer", a->tokenizer_dir, "--echo-pair: the folder whose tokenizer the synthetic target is "
-                                                   "served with");
+  cmd->add_option("--tokenizer", a->tokenizer_dir,
+                  "--echo-pair: the folder whose tokenizer the synthetic target is "
+                  "served with");
   add_prompts(*cmd, *a);
   add_echo_pair(*cmd, *a);
   add_threads_option(*cmd, a->bench_threads);
@@ -228,8 +238,7 @@ Command add_bench(CLI::App& app) {
 
 std::vector<std::string> rewrite_bench_aliases(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
-  if (argc < 3 || args[1] != "bench" || args[2].empty() || args[2][0] != '-' || args[2] == "-h" ||
-      args[2] == "--help")
+  if (argc < 3 || args[1] != "bench" || args[2].empty() || args[2][0] != '-' || args[2] == "-h" || args[2] == "--help")
     return args;
   // The old dispatch's order: the first mode flag present wins; -d or --echo-pair alone is the speculative bench.
   static const std::array<std::pair<const char*, const char*>, 6> modes = {{{"--serve", "serve"},

@@ -38,21 +38,22 @@ int run_extract_command(ExtractArgs& a) {
 }  // namespace
 
 Command add_extract(CLI::App& app) {
-  auto* cmd = app.add_subcommand("extract", "Write a drafter's training features (aux and final hidden states) in shards");
+  auto* cmd =
+      app.add_subcommand("extract", "Write a drafter's training features (aux and final hidden states) in shards");
   auto a = std::make_shared<ExtractArgs>();
   ExtractOptions& o = a->options;
   add_model_args(*cmd, o.model_dir, o.load);
   cmd->add_option("--data", o.data_file, "JSONL rows: {\"text\": ...} or {\"messages\": [...]}")->required();
   cmd->add_option("--out", o.out_dir, "Output folder (a rerun resumes: finished shards are kept)")->required();
   cmd->add_option("--layers", a->layers, "Aux layers, HF hidden_states ids (default 2,L/2,L-3)");
-  cmd->add_option("--max-tokens", o.max_tokens, "Stop after this many tokens (0: the whole file)")
-      ->check(at_least(0));
+  cmd->add_option("--max-tokens", o.max_tokens, "Stop after this many tokens (0: the whole file)")->check(at_least(0));
   cmd->add_option("--max-length", o.max_length, "Cut rows to this many tokens")->check(CLI::Range(2, 1 << 20));
   cmd->add_option("--rows-per-shard", o.rows_per_shard, "Rows per shard file")->check(at_least(1));
   cmd->add_option("--draft-vocab", o.draft_vocab, "Draft vocabulary size (default min(32000, target vocab))")
       ->check(at_least(0));
   cmd->add_flag("--regenerate", o.regenerate,
-                "Replace every assistant turn (and every prompt row's completion) with the target's own reply (greedy unless --temp)");
+                "Replace every assistant turn (and every prompt row's completion) with the target's own reply (greedy "
+                "unless --temp)");
   add_sampling_args(*cmd, o.sampling, "--regenerate: ");  // each reply's seed follows from --seed and its order
   cmd->add_option("--regenerate-max-tokens", o.regenerate_max_tokens, "--regenerate: longest reply")
       ->check(at_least(1));

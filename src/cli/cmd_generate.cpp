@@ -4,9 +4,9 @@
 #include <iostream>
 #include <optional>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/args.h"
 #include "drafter/speculation.h"
 #include "generate/generation.h"
 #include "model/transformer.h"
@@ -68,9 +68,9 @@ int run_generate(const GenerateArgs& a) {
   const VerifyObserver observe = [&](const SpecStats& s) { round_log.observe(s); };
   std::unique_ptr<Proposer> proposer = speculation ? speculation->new_proposer() : nullptr;
   const SpeculativeResult r =
-      speculation ? generate_speculative(*model, *proposer, prompt, speculation->config(a.sampling), limits, stream,
-                                         observe)
-                  : SpeculativeResult{generate_plain(*model, prompt, a.sampling, limits, stream)};
+      speculation
+          ? generate_speculative(*model, *proposer, prompt, speculation->config(a.sampling), limits, stream, observe)
+          : SpeculativeResult{generate_plain(*model, prompt, a.sampling, limits, stream)};
   std::cout << detok.flush() << std::flush;
   std::fprintf(stderr, "\n");
   warn_past_trained_positions(generation_context(prompt, limits), model->config().max_position_embeddings,
@@ -91,7 +91,7 @@ int run_generate(const GenerateArgs& a) {
     const double plain_tok_s = static_cast<double>(p.tokens.size()) / (p.prefill_seconds + p.decode_seconds);
     std::fprintf(stderr, "compare: target alone %.2f tok/s, this run %.2f tok/s: speedup %.2fx; outputs %s\n",
                  plain_tok_s, tok_s, tok_s / plain_tok_s,
-                 p.tokens == r.tokens      ? "identical"
+                 p.tokens == r.tokens  ? "identical"
                  : a.sampling.greedy() ? "DIFFER"
                                        : "differ (sampling)");
   }

@@ -46,13 +46,17 @@ PerplexityResult eval_perplexity(const std::string& dir, const std::vector<int32
 
 int run_quantize(const QuantizeArgs& a) {
   if (a.to == "int8" && a.group_option->count() > 0) {
-    std::fprintf(stderr, "eaglet quantize: --group applies to --to int4 only (int8 keeps one scale per output "
+    std::fprintf(stderr,
+                 "eaglet quantize: --group applies to --to int4 only (int8 keeps one scale per output "
                  "channel)\n");
     return 2;
   }
   set_num_threads(a.threads);
-  QuantizeRequest request{a.model, a.out, {a.to == "int4" ? WeightFormat::Int4Group : WeightFormat::Int8Channel, a.group},
-                          a.force, a.lm_head};
+  QuantizeRequest request{a.model,
+                          a.out,
+                          {a.to == "int4" ? WeightFormat::Int4Group : WeightFormat::Int8Channel, a.group},
+                          a.force,
+                          a.lm_head};
   // The held-out text first: a file too short fails before anything is written.
   std::vector<int32_t> eval_tokens;
   if (!a.eval.empty()) {
@@ -76,7 +80,8 @@ int run_quantize(const QuantizeArgs& a) {
   std::printf("wrote %s: %s, config.json%s%s\n", a.out.c_str(), join(s.weight_files).c_str(),
               s.files_copied.empty() ? "" : ", copied ", join(s.files_copied).c_str());
   if (!s.files_skipped.empty())
-    std::fprintf(stderr, "note: not copied (folders or weights in another format): %s\n", join(s.files_skipped).c_str());
+    std::fprintf(stderr, "note: not copied (folders or weights in another format): %s\n",
+                 join(s.files_skipped).c_str());
   std::fprintf(stderr, "quantized in %.2f s\n", timer.seconds());
   if (a.eval.empty()) return 0;
 

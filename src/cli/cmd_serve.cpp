@@ -25,7 +25,8 @@ Command add_serve(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted")
       ->check(CLI::Range(1024, 1 << 30));
-  add_context_args(*cmd, e.context, e.prefill_batch, "Context per request in tokens (default: max_position_embeddings)");
+  add_context_args(*cmd, e.context, e.prefill_batch,
+                   "Context per request in tokens (default: max_position_embeddings)");
   add_threads_option(*cmd, o->threads);
   add_drafter_args(*cmd, e.spec);
   add_round_args(*cmd, e.spec);

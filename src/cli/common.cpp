@@ -33,9 +33,10 @@ void add_threads_option(CLI::App& cmd, int& threads, const std::string& names) {
 
 void warn_past_trained_positions(int64_t context, int64_t max_position_embeddings, const std::string& config_file) {
   if (context > max_position_embeddings)
-    std::fprintf(stderr, "warning: a context of %lld tokens goes past max_position_embeddings %lld of %s: the model "
-                 "was never trained on the positions beyond it\n", static_cast<long long>(context),
-                 static_cast<long long>(max_position_embeddings), config_file.c_str());
+    std::fprintf(stderr,
+                 "warning: a context of %lld tokens goes past max_position_embeddings %lld of %s: the model "
+                 "was never trained on the positions beyond it\n",
+                 static_cast<long long>(context), static_cast<long long>(max_position_embeddings), config_file.c_str());
 }
 
 void refuse_to_overwrite_model(const std::string& out, const std::string& model_dir) {
@@ -69,8 +70,10 @@ int run_reporting_errors(const std::function<int()>& run) {
     // directory listing, a folder removed meanwhile): still the user's path and the system's word, not a crash.
     std::string where = e.path1().string();
     if (!e.path2().empty()) where += " -> " + e.path2().string();
-    if (where.empty()) std::cerr << "eaglet: error: " << one_line(e.what()) << "\n";
-    else std::cerr << "eaglet: error: " << one_line(where + ": " + describe_error_code(e.code())) << "\n";
+    if (where.empty())
+      std::cerr << "eaglet: error: " << one_line(e.what()) << "\n";
+    else
+      std::cerr << "eaglet: error: " << one_line(where + ": " + describe_error_code(e.code())) << "\n";
   } catch (const std::bad_alloc&) {
     std::cerr << "eaglet: error: out of memory (a context, batch or model too large for this machine)\n";
   } catch (const std::exception& e) {
@@ -88,7 +91,8 @@ int exec_sibling(const std::string& program, int argc, char** argv) {
   args.push_back(nullptr);
   execv(path.c_str(), args.data());
   std::cerr << "eaglet: error: cannot run " << path.string() << " (" << std::strerror(errno)
-            << "); it is built with eaglet unless configured with -DEAGLET_TRAINER=OFF (as make demo does); make build builds "
+            << "); it is built with eaglet unless configured with -DEAGLET_TRAINER=OFF (as make demo does); make build "
+               "builds "
                "it (Debian libtorch-dev)\n";
   return 1;
 }

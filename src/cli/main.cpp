@@ -11,7 +11,8 @@
 #include "util/error.h"
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "train-draft") return eaglet::cli::exec_sibling("eaglet-train-draft", argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "train-draft")
+    return eaglet::cli::exec_sibling("eaglet-train-draft", argc, argv);
   CLI::App app{"eaglet: run Hugging Face LLMs on CPU, with EAGLE-3 speculative decoding"};
   app.require_subcommand(1);
   std::map<CLI::App*, eaglet::cli::Command> commands;

@@ -7,12 +7,9 @@ namespace eaglet::doctor {
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::Pass:
-      return "PASS";
-    case Verdict::Warn:
-      return "WARN";
-    case Verdict::Fail:
-      return "FAIL";
+    case Verdict::Pass: return "PASS";
+    case Verdict::Warn: return "WARN";
+    case Verdict::Fail: return "FAIL";
   }
   return "?";
 }

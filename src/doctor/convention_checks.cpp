@@ -99,16 +99,17 @@ void check_rope(const DrafterConfig& c, const Transformer& target, Report& r) {
     // No Llama layer computes the target's attention (yarn over MLA's rope dims): every trainer gives the drafter a
     // RoPE of its own. Published Kimi-K2.5 drafters use theta 1e6 (TorchSpec, eaglet's default layer).
     const char* known = c.rope.type != RopeType::Default ? nullptr
-                        : c.rope.theta == 1e6 ? "1e6 as the published Kimi-K2.5 drafters (TorchSpec) and eaglet's "
-                                                "default drafter layer"
+                        : c.rope.theta == 1e6     ? "1e6 as the published Kimi-K2.5 drafters (TorchSpec) and eaglet's "
+                                                    "default drafter layer"
                         : c.rope.theta == 10000.0 ? "10000 as the EAGLE/SpecForge trainers' default"
                         : c.rope.theta == t.theta ? "the target's base theta, unscaled"
                                                   : nullptr;
     if (known != nullptr)
       r.pass("rope", mine + ": a target with " + features + " has no Llama RoPE to copy; theta " + known);
     else
-      r.warn("rope", mine + ": a target with " + features + " has no Llama RoPE to copy, and this is none of the " +
-                         "published Kimi drafters' theta 1e6, the trainers' default 10000 or the target's base theta",
+      r.warn("rope",
+             mine + ": a target with " + features + " has no Llama RoPE to copy, and this is none of the " +
+                 "published Kimi drafters' theta 1e6, the trainers' default 10000 or the target's base theta",
              "set rope_theta / rope_scaling to what the drafter was trained with");
     return;
   }

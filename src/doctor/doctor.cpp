@@ -50,7 +50,8 @@ Report run_doctor(const DoctorOptions& o) {
   } catch (const Error&) {
     have_config = false;  // reported by the "config" check
   }
-  if (have_config) guarded(r, "conventions", [&] { check_conventions(config, *target, o.spec.load.aux_convention, r); });
+  if (have_config)
+    guarded(r, "conventions", [&] { check_conventions(config, *target, o.spec.load.aux_convention, r); });
   if (loads) guarded(r, "provenance", [&] { check_provenance(o.spec.drafter, *target, r); });
   guarded(r, "tokenizer files", [&] { check_tokenizer_files(o.spec.drafter, o.target_dir, r); });
   std::optional<TrainingRecord> record;

@@ -60,7 +60,8 @@ void judge(Report& r, const std::string& name, const RowMatch& m, const std::str
     r.pass(name, "trained from the target's " + what + " (" + describe(m) + ")");
   else
     r.warn(name,
-           "unrelated to the target's " + what + " (" + describe(m) + "; below 0.2): from another model or vocabulary, "
+           "unrelated to the target's " + what + " (" + describe(m) +
+               "; below 0.2): from another model or vocabulary, "
                "unless trained from scratch",
            fix);
 }

@@ -27,8 +27,7 @@ const char* fix_for(const std::string& contract) {
 
 }  // namespace
 
-bool check_load_contracts(const std::string& dir, const Transformer& target, const DrafterOptions& options,
-                          Report& r) {
+bool check_load_contracts(const std::string& dir, const Transformer& target, const DrafterOptions& options, Report& r) {
   DrafterConfig config;
   if (!r.contract(
           "config", [&] { config = DrafterConfig::load(dir); }, "config.json reads as an EAGLE-3 drafter",
@@ -70,7 +69,9 @@ bool check_load_contracts(const std::string& dir, const Transformer& target, con
   }
   const DrafterContractInput in{config, checkpoint, target.config(), aux, layer0};
   for (const DrafterContract& c : eagle3_contracts())
-    if (!r.contract(c.name, [&] { c.check(in); }, "holds", fix_for(c.name))) ok = false;
+    if (!r.contract(
+            c.name, [&] { c.check(in); }, "holds", fix_for(c.name)))
+      ok = false;
   ok = r.contract(
            "tensors",
            [&] {

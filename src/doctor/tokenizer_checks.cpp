@@ -53,25 +53,27 @@ void compare_loaded(const std::string& drafter_dir, const std::string& target_di
     return;
   }
   if (a->vocab_size() != b->vocab_size()) {
-    r.fail("tokenizer", mine + " has " + std::to_string(a->vocab_size()) + " ids, the target's tokenizer " +
-                            std::to_string(b->vocab_size()) + ": the drafter was trained on other token ids",
+    r.fail("tokenizer",
+           mine + " has " + std::to_string(a->vocab_size()) + " ids, the target's tokenizer " +
+               std::to_string(b->vocab_size()) + ": the drafter was trained on other token ids",
            kTokenizerFix);
     return;
   }
   for (int32_t id = 0; id < static_cast<int32_t>(a->vocab_size()); ++id) {
     const int32_t one[] = {id};
     if (a->decode(one) != b->decode(one) || a->is_special(id) != b->is_special(id)) {
-      r.fail("tokenizer", mine + ": id " + std::to_string(id) + " is " + nlohmann::json(a->decode(one)).dump() +
-                              ", the target's " + nlohmann::json(b->decode(one)).dump() +
-                              ": the drafter was trained on other token ids",
+      r.fail("tokenizer",
+             mine + ": id " + std::to_string(id) + " is " + nlohmann::json(a->decode(one)).dump() + ", the target's " +
+                 nlohmann::json(b->decode(one)).dump() + ": the drafter was trained on other token ids",
              kTokenizerFix);
       return;
     }
   }
   for (const char* text : kProbeTexts)
     if (a->encode(text, true) != b->encode(text, true)) {
-      r.fail("tokenizer", mine + ": same tokens as the target's, but " + nlohmann::json(text).dump() +
-                              " encodes differently: the same text tokenizes differently",
+      r.fail("tokenizer",
+             mine + ": same tokens as the target's, but " + nlohmann::json(text).dump() +
+                 " encodes differently: the same text tokenizes differently",
              kTokenizerFix);
       return;
     }

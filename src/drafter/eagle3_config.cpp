@@ -181,8 +181,9 @@ DrafterConfig DrafterConfig::load(const std::string& dir) {
   }
   const std::vector<int> top = parse_ids(j, c.file, "eagle_aux_hidden_state_layer_ids");
   if (!nested.empty() && !top.empty() && nested != top)
-    fail(c.file, ": eagle_config.eagle_aux_hidden_state_layer_ids and the top-level eagle_aux_hidden_state_layer_ids "
-                 "disagree (SGLang reads the first, vLLM the second); keep one");
+    fail(c.file,
+         ": eagle_config.eagle_aux_hidden_state_layer_ids and the top-level eagle_aux_hidden_state_layer_ids "
+         "disagree (SGLang reads the first, vLLM the second); keep one");
   c.aux_layer_ids = nested.empty() ? top : nested;
   return c;
 }
@@ -197,16 +198,16 @@ std::vector<int> resolve_aux_layers(const DrafterConfig& c, int64_t target_layer
       if (conv == AuxConvention::Output)
         for (int& id : ids) --id;
       return c.file + " names no aux layers: add \"eagle_aux_hidden_state_layer_ids\": [" + format_int_list(ids, ", ") +
-             "] (hidden states " + hidden + " in the " + convention_name(conv) + "-of-layer convention of its layout) " +
-             "if it was trained on those";
+             "] (hidden states " + hidden + " in the " + convention_name(conv) +
+             "-of-layer convention of its layout) " + "if it was trained on those";
     });
   std::vector<int> ids;
   for (int id : c.aux_layer_ids) {
     const int input_id = conv == AuxConvention::Output ? id + 1 : id;
     if (input_id < 0 || input_id > L)
       fail(c.file, ": eagle_aux_hidden_state_layer_ids contains ", id, ", which read as the ", convention_name(conv),
-           " of layer ", id, " is hidden state ", input_id, "; the target has ", L,
-           " layers (valid hidden states 0..", L, "). Check the target model or --aux-layer-convention");
+           " of layer ", id, " is hidden state ", input_id, "; the target has ", L, " layers (valid hidden states 0..",
+           L, "). Check the target model or --aux-layer-convention");
     ids.push_back(input_id);
   }
   std::vector<int> sorted = ids;

@@ -33,8 +33,8 @@ struct DrafterConfig : LayerShape {
   std::string dir, file, architecture;
   DrafterLayout layout = DrafterLayout::Eagle;
   int64_t num_layers = 1;
-  int64_t vocab_size = 0;         // the target vocabulary the drafter was trained for
-  int64_t draft_vocab_size = 0;   // rows of lm_head
+  int64_t vocab_size = 0;        // the target vocabulary the drafter was trained for
+  int64_t draft_vocab_size = 0;  // rows of lm_head
   int64_t target_hidden_size = 0;
   std::vector<int> aux_layer_ids;  // as written in the config; empty: the default [2, L/2, L-3]
   bool norm_before_residual = false, norm_before_fc = false, fc_norm = false, norm_output = false;

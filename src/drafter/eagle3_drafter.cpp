@@ -40,17 +40,26 @@ TensorList eagle3_tensors(const DrafterConfig& c, const std::string& layer0_pref
     t.insert(t.end(), block.begin(), block.end());
   }
   t.push_back({"norm.weight", {H}});
-  t.push_back({"lm_head.weight", {c.draft_vocab_size, H}, TensorUse::Optional, TensorKind::Weight,
+  t.push_back({"lm_head.weight",
+               {c.draft_vocab_size, H},
+               TensorUse::Optional,
+               TensorKind::Weight,
                "absent: the target's head, when the vocabularies and widths agree"});
-  t.push_back({"embed_tokens.weight", {target_vocab, H}, TensorUse::Optional, TensorKind::Weight,
+  t.push_back({"embed_tokens.weight",
+               {target_vocab, H},
+               TensorUse::Optional,
+               TensorKind::Weight,
                "absent: the target's embedding, when the widths agree"});
   t.push_back({"d2t", {c.draft_vocab_size}, TensorUse::Optional, TensorKind::Index, "draft id -> target id offsets"});
   t.push_back({"t2d", {target_vocab}, TensorUse::Optional, TensorKind::Index, "target ids in the draft vocabulary"});
   const std::string why = "the target's RoPE buffer, saved by the official EAGLE-3 trainer and unused by every loader";
   t.push_back({"target_model.model.rotary_emb.inv_freq", {}, TensorUse::Unused, TensorKind::Weight, why});
   for (int64_t i = 0; i < target_layers; ++i)
-    t.push_back({"target_model.model.layers." + std::to_string(i) + ".self_attn.rotary_emb.inv_freq", {},
-                 TensorUse::Unused, TensorKind::Weight, why});
+    t.push_back({"target_model.model.layers." + std::to_string(i) + ".self_attn.rotary_emb.inv_freq",
+                 {},
+                 TensorUse::Unused,
+                 TensorKind::Weight,
+                 why});
   return t;
 }
 
@@ -72,7 +81,8 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
   std::vector<WeightMatrix*> matrices = {&d->fc_, &d->lm_head_};  // a head shared with the target has its panels
   for (BlockWeights& b : d->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));
   d->panels_.pack(matrices, &thread_pool());
-  if (ScreenedArgmax::available(d->lm_head_)) d->head_screen_ = std::make_unique<ScreenedArgmax>(d->lm_head_, thread_pool());
+  if (ScreenedArgmax::available(d->lm_head_))
+    d->head_screen_ = std::make_unique<ScreenedArgmax>(d->lm_head_, thread_pool());
   d->inv_freq_ = c.rope.inv_freq(c.head_dim);
   return d;
 }
@@ -103,10 +113,10 @@ void check_fc(const DrafterContractInput& in) {
   const TensorView* fc = in.checkpoint.find("fc.weight");
   if (fc == nullptr) fail(src, ": missing fc.weight (an EAGLE-3 drafter fuses ", n_aux, " target layers with fc)");
   if (fc->shape.size() != 2 || fc->dim(1) != aux_width || fc->dim(0) != H)
-    fail(src, ": fc.weight has shape ", fc->shape_str(), ", expected [", H, ", ", aux_width, "]: its input width must be ",
-         n_aux, " aux layers x target hidden ", Ht, " = ", aux_width, " and its output the drafter hidden ", H,
-         " (aux layers ", n_aux, " from ", c.aux_layer_ids.empty() ? "the default" : "eagle_aux_hidden_state_layer_ids",
-         ")");
+    fail(src, ": fc.weight has shape ", fc->shape_str(), ", expected [", H, ", ", aux_width,
+         "]: its input width must be ", n_aux, " aux layers x target hidden ", Ht, " = ", aux_width,
+         " and its output the drafter hidden ", H, " (aux layers ", n_aux, " from ",
+         c.aux_layer_ids.empty() ? "the default" : "eagle_aux_hidden_state_layer_ids", ")");
 }
 
 void check_attention_input(const DrafterContractInput& in) {
@@ -139,8 +149,8 @@ void check_embedding(const DrafterContractInput& in) {
   const int64_t H = in.config.hidden_size, V = in.target.vocab_size;
   const TensorView* embed = in.checkpoint.find("embed_tokens.weight");
   if (embed != nullptr && (embed->shape.size() != 2 || embed->dim(1) != H || embed->dim(0) != V))
-    fail(in.checkpoint.source(), ": embed_tokens.weight has shape ", embed->shape_str(), ", expected [target vocab ",
-         V, ", drafter hidden ", H, "] (embedding width must equal the drafter hidden size)");
+    fail(in.checkpoint.source(), ": embed_tokens.weight has shape ", embed->shape_str(), ", expected [target vocab ", V,
+         ", drafter hidden ", H, "] (embedding width must equal the drafter hidden size)");
   if (embed == nullptr && H != in.target.hidden_size)
     fail(in.checkpoint.source(), ": no embed_tokens.weight, and the target's embedding is ", in.target.hidden_size,
          " wide, not the drafter hidden ", H);
@@ -150,9 +160,12 @@ void check_embedding(const DrafterContractInput& in) {
 
 const std::vector<DrafterContract>& eagle3_contracts() {
   static const std::vector<DrafterContract> all = {
-      {"target vocabulary", check_target_vocab}, {"target hidden size", check_target_hidden},
-      {"fc", check_fc},                          {"attention input", check_attention_input},
-      {"lm_head", check_lm_head},                {"embedding", check_embedding},
+      {"target vocabulary", check_target_vocab},
+      {"target hidden size", check_target_hidden},
+      {"fc", check_fc},
+      {"attention input", check_attention_input},
+      {"lm_head", check_lm_head},
+      {"embedding", check_embedding},
   };
   return all;
 }
@@ -163,8 +176,9 @@ std::string eagle3_layer0_prefix(const Checkpoint& checkpoint) {
   if (midlayer && layers0)
     fail(src, ": holds both midlayer.* and layers.0.* tensors, two copies of the decoder layer; keep one");
   if (!midlayer && !layers0)
-    fail(src, ": no decoder-layer tensors: expected midlayer.* (EAGLE/SpecForge/SGLang) or layers.0.* "
-              "(speculators/vLLM)");
+    fail(src,
+         ": no decoder-layer tensors: expected midlayer.* (EAGLE/SpecForge/SGLang) or layers.0.* "
+         "(speculators/vLLM)");
   return midlayer ? "midlayer." : "layers.0.";
 }
 
@@ -234,8 +248,7 @@ void Eagle3Drafter::fuse_aux(const float* aux, int64_t M) {
 }
 
 void Eagle3Drafter::forward(KVCache& cache, std::span<const int32_t> tokens, const float* hidden, Input input,
-                            std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits,
-                            Head head) {
+                            std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits, Head head) {
   const DrafterConfig& c = config_;
   const int64_t M = static_cast<int64_t>(tokens.size()), H = c.hidden_size, V = c.vocab_size;
   if (M == 0 || static_cast<int64_t>(positions.size()) != M)

@@ -108,9 +108,9 @@ class Eagle3Drafter {
   VocabMap vocab_;
   const TensorView* embed_ = nullptr;  // drafter's own or the target's
   WeightMatrix fc_, lm_head_;
-  PanelStore panels_;  // bf16 projections re-laid out for the AVX-512 BF16 kernel, where it is active
-  std::vector<float> input_norm_;              // norm_before_fc, over the whole concat
-  std::vector<std::vector<float>> fc_norms_;   // fc_norm, one per aux chunk
+  PanelStore panels_;              // bf16 projections re-laid out for the AVX-512 BF16 kernel, where it is active
+  std::vector<float> input_norm_;  // norm_before_fc, over the whole concat
+  std::vector<std::vector<float>> fc_norms_;  // fc_norm, one per aux chunk
   std::vector<float> final_norm_;
   std::vector<BlockSpec> specs_;
   std::vector<BlockWeights> blocks_;

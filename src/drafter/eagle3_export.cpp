@@ -21,8 +21,11 @@ json rope_scaling(const RopeConfig& r) {
     case RopeType::Default: return nullptr;
     case RopeType::Linear: return {{"rope_type", "linear"}, {"factor", r.factor}};
     case RopeType::Llama3:
-      return {{"rope_type", "llama3"}, {"factor", r.factor}, {"low_freq_factor", r.low_freq_factor},
-              {"high_freq_factor", r.high_freq_factor}, {"original_max_position_embeddings", r.original_max_position}};
+      return {{"rope_type", "llama3"},
+              {"factor", r.factor},
+              {"low_freq_factor", r.low_freq_factor},
+              {"high_freq_factor", r.high_freq_factor},
+              {"original_max_position_embeddings", r.original_max_position}};
     case RopeType::Yarn: fail("internal: a drafter's rope is never yarn (its config reader refuses it)");
   }
   return nullptr;
@@ -30,12 +33,22 @@ json rope_scaling(const RopeConfig& r) {
 
 // The decoder layer's LlamaConfig fields, rope included, as every layout writes them.
 json layer_fields(const DrafterConfig& c, const ModelConfig& t) {
-  return {{"model_type", "llama"}, {"hidden_size", c.hidden_size}, {"intermediate_size", c.intermediate_size},
-          {"num_hidden_layers", c.num_layers}, {"num_attention_heads", c.num_heads},
-          {"num_key_value_heads", c.num_kv_heads}, {"head_dim", c.head_dim}, {"hidden_act", "silu"},
-          {"rms_norm_eps", c.rms_norm_eps}, {"rope_theta", c.rope.theta}, {"rope_scaling", rope_scaling(c.rope)},
-          {"max_position_embeddings", t.max_position_embeddings}, {"vocab_size", c.vocab_size},
-          {"tie_word_embeddings", false}, {"attention_bias", false}, {"mlp_bias", false}};
+  return {{"model_type", "llama"},
+          {"hidden_size", c.hidden_size},
+          {"intermediate_size", c.intermediate_size},
+          {"num_hidden_layers", c.num_layers},
+          {"num_attention_heads", c.num_heads},
+          {"num_key_value_heads", c.num_kv_heads},
+          {"head_dim", c.head_dim},
+          {"hidden_act", "silu"},
+          {"rms_norm_eps", c.rms_norm_eps},
+          {"rope_theta", c.rope.theta},
+          {"rope_scaling", rope_scaling(c.rope)},
+          {"max_position_embeddings", t.max_position_embeddings},
+          {"vocab_size", c.vocab_size},
+          {"tie_word_embeddings", false},
+          {"attention_bias", false},
+          {"mlp_bias", false}};
 }
 
 const char* dtype_word(DType d) { return d == DType::BF16 ? "bfloat16" : d == DType::F16 ? "float16" : "float32"; }
@@ -45,8 +58,9 @@ const char* dtype_word(DType d) { return d == DType::BF16 ? "bfloat16" : d == DT
 json sglang_drafter_config(const DrafterConfig& c, const std::vector<int>& aux_layers, const ModelConfig& t,
                            DType dtype) {
   const auto refuse = [&](const char* what) {
-    fail(c.file, ": ", what, ": SGLang's LlamaForCausalLMEagle3 would compute this drafter differently; export it "
-                            "with --format speculators (vLLM)");
+    fail(c.file, ": ", what,
+         ": SGLang's LlamaForCausalLMEagle3 would compute this drafter differently; export it "
+         "with --format speculators (vLLM)");
   };
   if (c.norm_before_residual) refuse("norm_before_residual is true (SGLang adds the un-normed hidden state)");
   if (c.norm_output) refuse("norm_output is true (SGLang feeds the un-normed state to the next step)");
@@ -82,23 +96,25 @@ json speculators_config(const Eagle3Drafter& d, const ModelConfig& t, DType dtyp
   json layer = layer_fields(c, t);
   layer["architectures"] = {"LlamaForCausalLM"};
   layer["torch_dtype"] = dtype_word(dtype);
-  return {{"architectures", {"Eagle3Speculator"}},
-          {"speculators_model_type", "eagle3"},
-          {"speculators_config",
-           {{"algorithm", "eagle3"},
-            {"proposal_methods", {{{"proposal_type", "greedy"}, {"speculative_tokens", c.speculative_tokens > 0 ? c.speculative_tokens : 3}}}},
-            {"default_proposal_method", "greedy"},
-            {"verifier", {{"name_or_path", t.dir}, {"architectures", verifier_architectures(t)}}}}},
-          {"transformer_layer_config", layer},
-          {"draft_vocab_size", c.draft_vocab_size},
-          {"target_hidden_size", c.target_hidden_size},
-          {"eagle_aux_hidden_state_layer_ids", d.aux_layers()},
-          {"norm_before_residual", c.norm_before_residual},
-          {"norm_before_fc", c.norm_before_fc},
-          {"fc_norm", c.fc_norm},
-          {"norm_output", c.norm_output},
-          {"embed_requires_grad", false},
-          {"torch_dtype", dtype_word(dtype)}};
+  return {
+      {"architectures", {"Eagle3Speculator"}},
+      {"speculators_model_type", "eagle3"},
+      {"speculators_config",
+       {{"algorithm", "eagle3"},
+        {"proposal_methods",
+         {{{"proposal_type", "greedy"}, {"speculative_tokens", c.speculative_tokens > 0 ? c.speculative_tokens : 3}}}},
+        {"default_proposal_method", "greedy"},
+        {"verifier", {{"name_or_path", t.dir}, {"architectures", verifier_architectures(t)}}}}},
+      {"transformer_layer_config", layer},
+      {"draft_vocab_size", c.draft_vocab_size},
+      {"target_hidden_size", c.target_hidden_size},
+      {"eagle_aux_hidden_state_layer_ids", d.aux_layers()},
+      {"norm_before_residual", c.norm_before_residual},
+      {"norm_before_fc", c.norm_before_fc},
+      {"fc_norm", c.fc_norm},
+      {"norm_output", c.norm_output},
+      {"embed_requires_grad", false},
+      {"torch_dtype", dtype_word(dtype)}};
 }
 
 }  // namespace
@@ -136,8 +152,9 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
     if (name == "embed_tokens.weight" && format == DrafterFormat::Sglang) {
       const TensorView& te = target.embed_tokens();
       if (v->dtype != te.dtype || v->nbytes != te.nbytes || std::memcmp(v->data, te.data, v->nbytes) != 0)
-        fail(src.source(), ": embed_tokens.weight differs from the target's embedding, and SGLang replaces a drafter's "
-                           "embedding with the target's; export it with --format speculators (vLLM)");
+        fail(src.source(),
+             ": embed_tokens.weight differs from the target's embedding, and SGLang replaces a drafter's "
+             "embedding with the target's; export it with --format speculators (vLLM)");
       continue;  // the target's own: SGLang and vLLM share it
     }
     out.push_back({name, v->dtype, v->shape, v->data});
@@ -163,8 +180,8 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
   out.push_back({"d2t", DType::I64, {c.draft_vocab_size}, d2t.data()});
   out.push_back({"t2d", DType::BOOL, {t.vocab_size}, t2d.data()});
 
-  const json config =
-      format == DrafterFormat::Sglang ? sglang_drafter_config(c, d.aux_layers(), t, fc.dtype) : speculators_config(d, t, fc.dtype);
+  const json config = format == DrafterFormat::Sglang ? sglang_drafter_config(c, d.aux_layers(), t, fc.dtype)
+                                                      : speculators_config(d, t, fc.dtype);
   create_output_dir(out_dir);
   write_safetensors((fs::path(out_dir) / "model.safetensors").string(), out,
                     {{"format", "pt"}, {"eaglet_source", src.source()}});  // written whole or not at all

@@ -20,8 +20,9 @@ const ConfigKeys kKeys = {
 void read(DrafterConfig& c, const nlohmann::json& j, const ConfigReader& r) {
   read_eagle3_layer(c, ConfigReader(j, c.file, eagle3_layer_keys()));
   if (!r.flag("norm_output"))
-    fail(c.file, ": norm_output false in an EAGLE/SpecForge config means no final norm before lm_head, which no "
-                 "serving engine implements; expected true or absent");
+    fail(c.file,
+         ": norm_output false in an EAGLE/SpecForge config means no final norm before lm_head, which no "
+         "serving engine implements; expected true or absent");
   c.norm_output = false;  // the next step reads the un-normed state (speculators' norm_output is another flag)
   if (c.num_layers != 1)
     fail(c.file, ": num_hidden_layers ", c.num_layers, " with midlayer.* naming; EAGLE-layout drafters have 1 layer");

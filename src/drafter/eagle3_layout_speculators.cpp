@@ -26,13 +26,14 @@ void read(DrafterConfig& c, const nlohmann::json&, const ConfigReader& r) {
   if (!layer.is_object()) fail(c.file, ": 'transformer_layer_config' must be an object");
   read_eagle3_layer(c, ConfigReader(layer, c.file + ": transformer_layer_config", eagle3_layer_keys()));
   const nlohmann::json& sc = r.value("speculators_config");
-  if (!sc.is_null() && !sc.is_object()) fail(c.file, ": field 'speculators_config' must be an object, found ", sc.dump());
+  if (!sc.is_null() && !sc.is_object())
+    fail(c.file, ": field 'speculators_config' must be an object, found ", sc.dump());
   if (sc.is_object()) {
     const std::string algo = json_string(sc, c.file + ": speculators_config", "algorithm", "eagle3");
     if (algo != "eagle3") fail(c.file, ": speculators_config.algorithm '", algo, "' is not eagle3");
     if (sc.contains("proposal_methods") && sc["proposal_methods"].is_array() && !sc["proposal_methods"].empty())
-      c.speculative_tokens = json_int(sc["proposal_methods"][0], c.file + ": proposal_methods[0]",
-                                      "speculative_tokens", 0);
+      c.speculative_tokens =
+          json_int(sc["proposal_methods"][0], c.file + ": proposal_methods[0]", "speculative_tokens", 0);
   }
   c.norm_output = r.flag("norm_output");
 }

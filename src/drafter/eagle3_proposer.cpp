@@ -7,7 +7,9 @@
 namespace eaglet {
 
 namespace {
-Eagle3Drafter::Head head_for(bool best_only) { return best_only ? Eagle3Drafter::Head::Best : Eagle3Drafter::Head::Logits; }
+Eagle3Drafter::Head head_for(bool best_only) {
+  return best_only ? Eagle3Drafter::Head::Best : Eagle3Drafter::Head::Logits;
+}
 }  // namespace
 
 const float* Eagle3Proposer::logits(int node) const {

@@ -99,8 +99,10 @@ VocabMap VocabMap::build(const TensorView* d2t_view, const TensorView* t2d_view,
   // Absolute ids read as offsets usually overflow the vocabulary; when both readings are plausible, a strictly
   // increasing d2t is the signature of absolute ids (real offsets repeat between consecutive draft tokens).
   if (absolute_ok && !all_zero && (!offsets_ok || (!have_t2d && draft_vocab >= 16)))
-    fail(file, ": d2t holds absolute target ids, not offsets (a known export bug): d2t[i] should be target_id - i; "
-               "fix the checkpoint with d2t = d2t - arange(", draft_vocab, ")");
+    fail(file,
+         ": d2t holds absolute target ids, not offsets (a known export bug): d2t[i] should be target_id - i; "
+         "fix the checkpoint with d2t = d2t - arange(",
+         draft_vocab, ")");
   if (as_offsets.empty()) {
     for (size_t i = 0; i < d2t.size(); ++i) {
       const int64_t t = offset_target(i, d2t[i], target_vocab);

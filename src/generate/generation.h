@@ -14,15 +14,15 @@ namespace eaglet {
 
 struct GenerationLimits {
   int max_tokens = 128;
-  int64_t context = 0;             // 0: prompt + max_tokens + 1
-  std::vector<int64_t> stop_ids;   // EOS ids (not emitted)
+  int64_t context = 0;            // 0: prompt + max_tokens + 1
+  std::vector<int64_t> stop_ids;  // EOS ids (not emitted)
   int prefill_batch = 256;
 };
 
 struct GenerationResult {
   std::vector<int32_t> tokens;
   double prefill_seconds = 0, decode_seconds = 0;
-  int decode_forwards = 0;  // target forwards after the prefill
+  int decode_forwards = 0;    // target forwards after the prefill
   bool context_full = false;  // stopped because the context was full (not at EOS, the limit or the sink's request)
 };
 

@@ -48,7 +48,7 @@ int64_t json_int(const nlohmann::json& j, const std::string& file, const std::st
   // Beyond int64 a value would wrap (unsigned) or the conversion be undefined (float): refused, not truncated.
   constexpr double kTwo63 = 9223372036854775808.0;
   const bool too_large = v->is_number_unsigned() ? v->get<uint64_t>() > uint64_t{INT64_MAX}
-                                                  : v->is_number_float() && !(std::fabs(v->get<double>()) < kTwo63);
+                                                 : v->is_number_float() && !(std::fabs(v->get<double>()) < kTwo63);
   if (too_large) fail(file, ": field '", key, "' is ", v->dump(), ", outside the 64-bit integer range");
   if (v->is_number_integer()) return v->get<int64_t>();
   if (v->is_number_float() && v->get<double>() == std::trunc(v->get<double>()))

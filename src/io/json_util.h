@@ -6,7 +6,7 @@
 
 namespace eaglet {
 
-std::string read_file(const std::string& path);           // whole file; a missing file -> Error naming it
+std::string read_file(const std::string& path);          // whole file; a missing file -> Error naming it
 nlohmann::json read_json_file(const std::string& path);  // missing file or bad JSON -> Error naming the file
 // JSON text -> value; invalid JSON, or a NUL byte (where the parser would silently stop reading), is an Error
 // "where: not valid JSON (...)". `callback` as nlohmann's parser callback.

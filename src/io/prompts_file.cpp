@@ -1,7 +1,7 @@
 #include "io/prompts_file.h"
 
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "io/json_util.h"
 #include "util/error.h"

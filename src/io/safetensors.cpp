@@ -90,7 +90,8 @@ TensorView parse_entry(const std::string& path, const std::string& name, const n
   const auto& dt = entry.find("dtype");
   if (dt == entry.end() || !dt->is_string()) fail(where, ": missing string field 'dtype'");
   if (!parse_dtype(dt->get<std::string>(), &t.dtype))
-    fail(where, ": unsupported dtype '", dt->get<std::string>(), "' (supported: F32, F16, BF16, F8_E4M3, I64, I32, I8, BOOL)");
+    fail(where, ": unsupported dtype '", dt->get<std::string>(),
+         "' (supported: F32, F16, BF16, F8_E4M3, I64, I32, I8, BOOL)");
   const auto& sh = entry.find("shape");
   if (sh == entry.end() || !sh->is_array()) fail(where, ": missing array field 'shape'");
   uint64_t numel = 1;
@@ -126,7 +127,8 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   return parse(path, std::shared_ptr<const std::byte>(map, map->data()), map->size());
 }
 
-std::shared_ptr<SafetensorsFile> SafetensorsFile::from_bytes(const std::string& name, std::span<const std::byte> bytes) {
+std::shared_ptr<SafetensorsFile> SafetensorsFile::from_bytes(const std::string& name,
+                                                             std::span<const std::byte> bytes) {
   auto copy = std::make_shared<std::vector<std::byte>>(bytes.begin(), bytes.end());
   return parse(name, std::shared_ptr<const std::byte>(copy, copy->data()), copy->size());
 }
@@ -145,7 +147,7 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::parse(const std::string& path,
   nlohmann::json header;
   std::set<std::string> names;  // the JSON parser keeps the last of duplicate keys: catch them as they are read
   const nlohmann::json::parser_callback_t no_duplicates = [&](int depth, nlohmann::json::parse_event_t event,
-                                                               nlohmann::json& parsed) {
+                                                              nlohmann::json& parsed) {
     if (depth == 1 && event == nlohmann::json::parse_event_t::key && !names.insert(parsed.get<std::string>()).second)
       fail(path, ": tensor '", parsed.get<std::string>(), "' appears twice in the header");
     return true;
@@ -182,12 +184,15 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::parse(const std::string& path,
   uint64_t covered = 0;
   for (const auto& [begin, t] : spans) {
     if (begin != covered)
-      fail(path, ": tensor '", t->name, "' starts at byte ", begin, " of the data buffer, but the tensors before it end "
-           "at ", covered, " (header length or data_offsets corrupt)");
+      fail(path, ": tensor '", t->name, "' starts at byte ", begin,
+           " of the data buffer, but the tensors before it end "
+           "at ",
+           covered, " (header length or data_offsets corrupt)");
     covered += t->nbytes;
   }
   if (covered != buffer_size)
-    fail(path, ": the tensors cover ", covered, " bytes of a ", buffer_size, "-byte data buffer (trailing bytes, or the "
+    fail(path, ": the tensors cover ", covered, " bytes of a ", buffer_size,
+         "-byte data buffer (trailing bytes, or the "
          "header length is wrong)");
   return file;
 }
@@ -224,8 +229,7 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
   c.source_ = index.string();
   const nlohmann::json j = read_json_file(index.string());
   const auto& map = json_require(j, index.string(), "weight_map");
-  if (!map.is_object() || map.empty())
-    fail(index.string(), ": 'weight_map' must be a non-empty object {tensor: file}");
+  if (!map.is_object() || map.empty()) fail(index.string(), ": 'weight_map' must be a non-empty object {tensor: file}");
   std::map<std::string, std::set<std::string>> names_by_file;
   for (const auto& [name, file] : map.items()) {
     if (!file.is_string()) fail(index.string(), ": weight_map['", name, "'] must be a file name");
@@ -265,7 +269,8 @@ const TensorView* TensorConsumer::check(const TensorView* t, const std::string& 
     return nullptr;
   }
   if (t->dtype != DType::F32 && t->dtype != DType::BF16 && t->dtype != DType::F16) {
-    problems_.push_back("'" + name + "' has dtype " + std::string(dtype_name(t->dtype)) + ", expected F32, BF16 or F16");
+    problems_.push_back("'" + name + "' has dtype " + std::string(dtype_name(t->dtype)) +
+                        ", expected F32, BF16 or F16");
     return nullptr;
   }
   return t;
@@ -311,8 +316,7 @@ void TensorConsumer::finish() {
     if (!used) unexpected.push_back(name);
   std::string msg;
   if (!problems_.empty()) msg += std::to_string(problems_.size()) + " tensor(s) wrong: " + list_some(problems_) + "; ";
-  if (!missing_.empty())
-    msg += std::to_string(missing_.size()) + " tensor(s) missing: " + list_some(missing_) + "; ";
+  if (!missing_.empty()) msg += std::to_string(missing_.size()) + " tensor(s) missing: " + list_some(missing_) + "; ";
   if (!unexpected.empty() && !allow_unexpected_)
     msg += std::to_string(unexpected.size()) + " tensor(s) in the checkpoint that " + description_ +
            " does not use: " + list_some(unexpected) + " (layout or config mismatch?); ";
@@ -334,8 +338,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   for (const auto& t : tensors) {
     uint64_t n = dtype_size(t.dtype);
     for (int64_t d : t.shape) n *= static_cast<uint64_t>(d);
-    header[t.name] = {{"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape},
-                      {"data_offsets", {offset, offset + n}}};
+    header[t.name] = {
+        {"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
     offset += n;
     sizes.push_back(n);
   }

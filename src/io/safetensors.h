@@ -43,7 +43,7 @@ class SafetensorsFile {
 
  private:
   static std::shared_ptr<SafetensorsFile> parse(const std::string& path, std::shared_ptr<const std::byte> bytes,
-                                                 uint64_t size);
+                                                uint64_t size);
   std::string path_;
   std::shared_ptr<const std::byte> bytes_;  // the mapped file or the copied image, which the views point into
   std::map<std::string, TensorView> tensors_;
@@ -104,7 +104,7 @@ struct TensorToWrite {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
-  const void* data;                       // the bytes, or null to call `produce` when the tensor is written
+  const void* data;                         // the bytes, or null to call `produce` when the tensor is written
   std::function<void(void*)> produce = {};  // fills the tensor's bytes (lets writers stream models larger than RAM)
 };
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,

@@ -50,17 +50,16 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
   const float neg_inf = -std::numeric_limits<float>::infinity();
   // Per thread: queries and scores of all rows; then per token its slots, probabilities, gathered values, outputs.
   const int64_t tail_max = kAttentionTail + 16 + mask.past + M;  // L - A never exceeds this
-  const size_t per_thread =
-      static_cast<size_t>(rows * (Dk + total) + group * total + Dv * tail_max + 2 * group * Dv);
+  const size_t per_thread = static_cast<size_t>(rows * (Dk + total) + group * total + Dv * tail_max + 2 * group * Dv);
   grow(s.floats, static_cast<int64_t>(pool.size() * per_thread));
   grow(s.slots, static_cast<int64_t>(pool.size()) * total);
   pool.parallel_for(static_cast<size_t>(h.num_kv_heads), [&](size_t begin, size_t end, int thread) {
     float* q = &s.floats[static_cast<size_t>(thread) * per_thread];
-    float* scores = q + rows * Dk;             // [rows, total]
-    float* prob = scores + rows * total;       // [group, L]
-    float* gathered = prob + group * total;    // [Dv, L - A]
-    float* out1 = gathered + Dv * tail_max;    // [group, Dv]
-    float* out2 = out1 + group * Dv;           // [group, Dv]
+    float* scores = q + rows * Dk;           // [rows, total]
+    float* prob = scores + rows * total;     // [group, L]
+    float* gathered = prob + group * total;  // [Dv, L - A]
+    float* out1 = gathered + Dv * tail_max;  // [group, Dv]
+    float* out2 = out1 + group * Dv;         // [group, Dv]
     int64_t* slots = &s.slots[static_cast<size_t>(thread) * static_cast<size_t>(total)];
     for (size_t kvh_index = begin; kvh_index < end; ++kvh_index) {
       const int64_t kvh = static_cast<int64_t>(kvh_index);
@@ -80,7 +79,8 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
         for (int64_t g = 0; g < group; ++g) {
           const float* row = scores + (m * group + g) * total;
           float* p = prob + g * L;
-          for (int64_t i = 0; i < L; ++i) p[i] = outside_window(h, kv, qpos, slots[i]) ? neg_inf : row[slots[i]] * scale;
+          for (int64_t i = 0; i < L; ++i)
+            p[i] = outside_window(h, kv, qpos, slots[i]) ? neg_inf : row[slots[i]] * scale;
           softmax(p, L);
         }
         // out = P[:, 0:A] · V[0:A] (in place) + P[:, A:L] · V[gathered A:L].
@@ -119,7 +119,8 @@ void attention_reference(float* out, const float* q, int64_t M, const AttentionH
           continue;
         }
         double dot = 0.0;
-        for (int64_t d = 0; d < Dk; ++d) dot += static_cast<double>(qh[d]) * kv.keys_t[(kvh * Dk + d) * cap + slots[static_cast<size_t>(i)]];
+        for (int64_t d = 0; d < Dk; ++d)
+          dot += static_cast<double>(qh[d]) * kv.keys_t[(kvh * Dk + d) * cap + slots[static_cast<size_t>(i)]];
         p[static_cast<size_t>(i)] = dot * scale;
         max = std::max(max, p[static_cast<size_t>(i)]);
       }

@@ -24,7 +24,7 @@ struct KVLayerView {
   const float* keys_t = nullptr;    // KV head h at keys_t + h * key_dim * capacity
   const float* values_t = nullptr;  // KV head h at values_t + h * value_dim * capacity
   int64_t key_dim = 0, value_dim = 0, capacity = 0;
-  int64_t committed = 0;              // entries before the batch; the batch's own are at committed + i
+  int64_t committed = 0;               // entries before the batch; the batch's own are at committed + i
   const int64_t* positions = nullptr;  // position of each slot (for sliding windows)
 };
 

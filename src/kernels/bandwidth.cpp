@@ -36,7 +36,8 @@ double probe_read_bandwidth(ThreadPool& pool, size_t bytes, int repeats) {
   double best = 0.0;
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
-    pool.parallel_for(words, [&](size_t b, size_t e, int t) { sink[static_cast<size_t>(t)] += sum_words(&buffer[b], e - b); });
+    pool.parallel_for(words,
+                      [&](size_t b, size_t e, int t) { sink[static_cast<size_t>(t)] += sum_words(&buffer[b], e - b); });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     best = std::max(best, static_cast<double>(bytes) / s / 1e9);
   }

@@ -10,11 +10,11 @@ namespace eaglet {
 enum class Isa { Scalar, Avx2, Avx512, Avx512Bf16 };
 
 struct CpuFeatures {
-  bool avx2_fma = false;    // AVX2 + FMA + F16C
-  bool avx512 = false;      // AVX-512 F, BW, VL
-  bool avx512_bf16 = false; // vdpbf16ps
-  bool avx512_vnni = false; // vpdpbusd (int8 dot products)
-  bool amx_bf16 = false;    // AMX tiles with bf16
+  bool avx2_fma = false;     // AVX2 + FMA + F16C
+  bool avx512 = false;       // AVX-512 F, BW, VL
+  bool avx512_bf16 = false;  // vdpbf16ps
+  bool avx512_vnni = false;  // vpdpbusd (int8 dot products)
+  bool amx_bf16 = false;     // AMX tiles with bf16
 };
 
 const CpuFeatures& cpu_features();

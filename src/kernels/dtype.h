@@ -10,7 +10,7 @@ namespace eaglet {
 enum class DType { F32, F16, BF16, F8_E4M3, I64, I32, I8, BOOL };
 
 size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);         // as spelled in safetensors headers: "BF16", ...
+std::string_view dtype_name(DType t);  // as spelled in safetensors headers: "BF16", ...
 bool parse_dtype(std::string_view name, DType* out);
 
 inline float bf16_to_f32(uint16_t h) {

@@ -24,9 +24,9 @@ IntPanelShape int_panel_shape(const WeightMatrix& w) {
 int64_t int_panel_bytes(const WeightMatrix& w) { return panel_count(w.rows) * int_panel_shape(w).panel_bytes; }
 
 bool int_panels_help(const WeightMatrix& w) {
-  const bool format = (w.format == WeightFormat::Int8Channel && w.dtype == DType::I8) ||
-                      (w.format == WeightFormat::Int4Group && w.group > 0 && w.group % kActivationBlock == 0 &&
-                       w.cols % w.group == 0);
+  const bool format =
+      (w.format == WeightFormat::Int8Channel && w.dtype == DType::I8) ||
+      (w.format == WeightFormat::Int4Group && w.group > 0 && w.group % kActivationBlock == 0 && w.cols % w.group == 0);
   const bool scales = w.scale_dtype == DType::F32 || w.scale_dtype == DType::BF16 || w.scale_dtype == DType::F16;
   return detail::int_kernel_is_vnni() && format && scales && w.data != nullptr && w.scales != nullptr && w.rows > 0 &&
          w.cols > 0;

@@ -21,7 +21,7 @@ struct IntPanelShape {
   int64_t groups;           // groups per row
   int64_t groups_per_line;  // S
   int64_t code_lines_per_group;
-  int64_t panel_bytes;      // one panel: every record
+  int64_t panel_bytes;  // one panel: every record
 };
 
 IntPanelShape int_panel_shape(const WeightMatrix& w);

@@ -26,13 +26,13 @@ float load_as_f32(const void* data, DType dtype, int64_t i) {
       std::memcpy(&h, bytes + 2 * i, 2);
       return dtype == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
     }
-    default:
-      return 0.0f;
+    default: return 0.0f;
   }
 }
 
 namespace detail {
-void matmul_rows_scalar(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+void matmul_rows_scalar(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0,
+                        int64_t n1) {
   const int64_t K = w.cols, N = w.rows, ld = w.row_stride();
   if (w.quantized()) {  // what the codes mean, in fp32 (matmul() computes quantized formats by their own kernels)
     std::vector<float> row(static_cast<size_t>(K));
@@ -83,7 +83,9 @@ void matmul_fp32_activations(float* y, const float* x, int64_t M, const WeightMa
   rows_function(w)(y, x, w.cols, M, w, 0, w.rows);
 }
 
-void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) { matmul_serial_strided(y, x, w.cols, M, w); }
+void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) {
+  matmul_serial_strided(y, x, w.cols, M, w);
+}
 
 void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
   for (int64_t m = 0; m < M; ++m)
@@ -151,13 +153,18 @@ void compute_rows(float* y, const WeightMatrix& w, const PreparedInput& in, int6
     case WeightFormat::Int8Channel:
     case WeightFormat::Int4Group: detail::matmul_rows_int(y, *in.xq, w, n0, n1); break;
     case WeightFormat::Fp8Block:
-      if (in.bf16_isa) detail::matmul_rows_avx512bf16_fp8(y, in.xb, in.kp, in.M, w, n0, n1);
-      else detail::matmul_rows_fp8_portable(y, in.x, in.cols, in.M, w, n0, n1);
+      if (in.bf16_isa)
+        detail::matmul_rows_avx512bf16_fp8(y, in.xb, in.kp, in.M, w, n0, n1);
+      else
+        detail::matmul_rows_fp8_portable(y, in.x, in.cols, in.M, w, n0, n1);
       break;
     case WeightFormat::Dense:
-      if (in.bf16_path && w.panels != nullptr) detail::matmul_rows_avx512bf16_panels(y, in.xb, in.kp, in.M, w, n0, n1);
-      else if (in.bf16_path && w.dtype == DType::BF16) detail::matmul_rows_avx512bf16(y, in.xb, in.kp, in.M, w, n0, n1);
-      else rows_function(w)(y, in.x, in.cols, in.M, w, n0, n1);
+      if (in.bf16_path && w.panels != nullptr)
+        detail::matmul_rows_avx512bf16_panels(y, in.xb, in.kp, in.M, w, n0, n1);
+      else if (in.bf16_path && w.dtype == DType::BF16)
+        detail::matmul_rows_avx512bf16(y, in.xb, in.kp, in.M, w, n0, n1);
+      else
+        rows_function(w)(y, in.x, in.cols, in.M, w, n0, n1);
   }
 }
 

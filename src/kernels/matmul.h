@@ -25,13 +25,13 @@ enum class WeightFormat {
 struct WeightMatrix {
   const void* data = nullptr;  // row-major [rows, cols], no alignment guarantee
   DType dtype = DType::F32;
-  int64_t rows = 0;  // output features (N)
-  int64_t cols = 0;  // input features (K)
+  int64_t rows = 0;    // output features (N)
+  int64_t cols = 0;    // input features (K)
   int64_t stride = 0;  // elements from one row to the next; 0: cols (contiguous); Dense only
   WeightFormat format = WeightFormat::Dense;
   const void* scales = nullptr;  // quantized formats: row-major scales (see WeightFormat)
   DType scale_dtype = DType::F32;
-  int64_t group = 0;  // Int4Group: columns per scale; Fp8Block: the block edge (128)
+  int64_t group = 0;             // Int4Group: columns per scale; Fp8Block: the block edge (128)
   const void* panels = nullptr;  // optional: the same weights in panels, which the AVX-512 BF16 (BF16 weights,
                                  // kernels/bf16_panels.h) or VNNI (int8/int4, kernels/int_panels.h) kernel reads
                                  // instead of `data`; owned by the model (kernels/panel_store.h)
@@ -86,9 +86,11 @@ float load_as_f32(const void* data, DType dtype, int64_t i);
 
 namespace detail {
 // Rows [n0, n1) of y, one implementation per ISA; x rows are ldx elements apart.
-void matmul_rows_avx512(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
+void matmul_rows_avx512(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0,
+                        int64_t n1);
 void matmul_rows_avx2(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
-void matmul_rows_scalar(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1);
+void matmul_rows_scalar(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0,
+                        int64_t n1);
 // BF16 weights with bf16-rounded activations xb [M, kp] (kp = K rounded up to 32, zero padded).
 void matmul_rows_avx512bf16(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
                             int64_t n1);

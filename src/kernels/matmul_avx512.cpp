@@ -37,7 +37,8 @@ struct Avx512 {
 };
 }  // namespace
 
-void matmul_rows_avx512(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+void matmul_rows_avx512(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0,
+                        int64_t n1) {
   matmul_rows_simd<Avx512>(y, x, ldx, M, w, n0, n1);
 }
 

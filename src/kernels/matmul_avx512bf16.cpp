@@ -38,8 +38,10 @@ inline __m512i fp8_to_bf16(const uint8_t* p) {
 
 template <bool kFp8>
 inline __m512bh load_weights(const void* row, int64_t k) {
-  if constexpr (kFp8) return (__m512bh)fp8_to_bf16(static_cast<const uint8_t*>(row) + k);
-  else return (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(row) + k);
+  if constexpr (kFp8)
+    return (__m512bh)fp8_to_bf16(static_cast<const uint8_t*>(row) + k);
+  else
+    return (__m512bh)_mm512_loadu_si512(static_cast<const uint16_t*>(row) + k);
 }
 
 template <bool kFp8>
@@ -70,12 +72,15 @@ inline void step(__m512 (&part)[MR][NR], const std::byte* w0, size_t row_bytes, 
   __m512bh wv[NR];
 #pragma GCC unroll 16
   for (int j = 0; j < NR; ++j)
-    if constexpr (kTail) wv[j] = load_weights_tail<kFp8>(w0 + j * row_bytes, k, tail);
-    else wv[j] = load_weights<kFp8>(w0 + j * row_bytes, k);
+    if constexpr (kTail)
+      wv[j] = load_weights_tail<kFp8>(w0 + j * row_bytes, k, tail);
+    else
+      wv[j] = load_weights<kFp8>(w0 + j * row_bytes, k);
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
-    const __m512bh xv = kTail ? (__m512bh)_mm512_maskz_loadu_epi16(static_cast<__mmask32>((uint64_t{1} << tail) - 1), xr + i * kp + k)
-                              : (__m512bh)_mm512_loadu_si512(xr + i * kp + k);
+    const __m512bh xv =
+        kTail ? (__m512bh)_mm512_maskz_loadu_epi16(static_cast<__mmask32>((uint64_t{1} << tail) - 1), xr + i * kp + k)
+              : (__m512bh)_mm512_loadu_si512(xr + i * kp + k);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) part[i][j] = _mm512_dpbf16_ps(part[i][j], xv, wv[j]);
   }
@@ -97,8 +102,9 @@ inline __m512 lane_sums(const __m512 (&v)[16]) {
                           _mm512_shuffle_f32x4(s1[2 * p], s1[2 * p + 1], 0xdd));
 #pragma GCC unroll 2
   for (int p = 0; p < 2; ++p)
-    s3[p] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(s2[2 * p]), _mm512_castps_pd(s2[2 * p + 1]))),
-                          _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(s2[2 * p]), _mm512_castps_pd(s2[2 * p + 1]))));
+    s3[p] = _mm512_add_ps(
+        _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(s2[2 * p]), _mm512_castps_pd(s2[2 * p + 1]))),
+        _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(s2[2 * p]), _mm512_castps_pd(s2[2 * p + 1]))));
   return _mm512_add_ps(_mm512_shuffle_ps(s3[0], s3[1], 0x88), _mm512_shuffle_ps(s3[0], s3[1], 0xdd));
 }
 
@@ -185,8 +191,10 @@ void tile_fp8(const TileArgs& a, int64_t m, int64_t n, const Prefetch& pf) {
 
 template <bool kFp8, int MR, int NR>
 constexpr auto tile_fn() {
-  if constexpr (kFp8) return &tile_fp8<MR, NR>;
-  else return &tile_bf16<MR, NR>;
+  if constexpr (kFp8)
+    return &tile_fp8<MR, NR>;
+  else
+    return &tile_bf16<MR, NR>;
 }
 
 template <bool kFp8, int MR, int... NRs>
@@ -206,8 +214,10 @@ constexpr int kWeightRows[2][kMaxRows + 2] = {{0, 4, 8, 6, 6, 5}, {0, 4, 4, 3, 2
 
 template <bool kFp8, int MR>
 auto tile_function(int nr) {
-  if constexpr (kWeightRows[kFp8][MR] == 0) return decltype(tile_fn<kFp8, MR, 1>())(nullptr);
-  else return tile_for<kFp8, MR>(nr, std::make_integer_sequence<int, kWeightRows[kFp8][MR]>{});
+  if constexpr (kWeightRows[kFp8][MR] == 0)
+    return decltype(tile_fn<kFp8, MR, 1>())(nullptr);
+  else
+    return tile_for<kFp8, MR>(nr, std::make_integer_sequence<int, kWeightRows[kFp8][MR]>{});
 }
 
 template <bool kFp8>

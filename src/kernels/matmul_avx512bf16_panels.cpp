@@ -39,7 +39,7 @@ struct PanelArgs {
   WeightStreams streams;   // the tile's panels, then the next tile's of this thread's range
   float* y;                // [M, N] at the tile's first row and output
   int64_t N;
-  int64_t outputs;         // outputs of the tile to store (< 16 · NP only at the matrix's end)
+  int64_t outputs;  // outputs of the tile to store (< 16 · NP only at the matrix's end)
 };
 
 template <int MR, int NP>
@@ -72,7 +72,9 @@ struct Tiles {
   static constexpr int kMaxRows = 9;
   static constexpr int kPanels[kMaxRows + 1] = {0, 6, 8, 6, 5, 4, 4, 3, 3, 3};
   template <int MR, int NP>
-  static constexpr Fn fn() { return &tile<MR, NP>; }
+  static constexpr Fn fn() {
+    return &tile<MR, NP>;
+  }
 };
 
 }  // namespace

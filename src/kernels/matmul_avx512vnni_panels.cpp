@@ -36,17 +36,17 @@ namespace {
 constexpr int64_t kPrefetchNearBytes = 256, kPrefetchFarBytes = 2048;
 
 struct IntPanelArgs {
-  const int8_t* codes;    // the tile's first activation row [MR][kp]
-  const float* xscales;   // [MR][blocks]
-  const int32_t* sums;    // [MR][blocks]
+  const int8_t* codes;   // the tile's first activation row [MR][kp]
+  const float* xscales;  // [MR][blocks]
+  const int32_t* sums;   // [MR][blocks]
   int64_t kp, blocks;
   const uint8_t* panels;  // the tile's first panel
   IntPanelShape shape;
   DType scale_dtype;
   WeightStreams streams;
-  float* y;               // [M, N] at the tile's first row and output
+  float* y;  // [M, N] at the tile's first row and output
   int64_t N;
-  int64_t outputs;        // outputs of the tile to store (< 16 · NP only at the matrix's end)
+  int64_t outputs;  // outputs of the tile to store (< 16 · NP only at the matrix's end)
 };
 
 inline int32_t word_at(const int8_t* p) {
@@ -143,7 +143,9 @@ struct Tiles {
   static constexpr int kMaxRows = eaglet::detail::kMaxRows;
   static constexpr const int (&kPanels)[kMaxRows + 1] = eaglet::detail::kPanels;
   template <int MR, int NP>
-  static constexpr Fn fn() { return &tile<MR, NP, kInt4>; }
+  static constexpr Fn fn() {
+    return &tile<MR, NP, kInt4>;
+  }
 };
 
 }  // namespace
@@ -158,8 +160,8 @@ void matmul_rows_int_avx512vnni_panels(float* y, const QuantizedActivations& x, 
   const int64_t pb = shape.panel_bytes, p0 = n0 / kPanelRows, p1 = panel_count(n1), blocks = x.kp / kActivationBlock;
   for (int64_t p = p0; p < p1; p += np_max) {
     const int np = static_cast<int>(std::min<int64_t>(np_max, p1 - p));
-    IntPanelArgs a{nullptr, nullptr, nullptr, x.kp, blocks, panels + p * pb, shape, w.scale_dtype, {}, nullptr, w.rows,
-                   std::min<int64_t>(16 * np, n1 - p * kPanelRows)};
+    IntPanelArgs a{nullptr, nullptr,       nullptr, x.kp,    blocks, panels + p * pb,
+                   shape,   w.scale_dtype, {},      nullptr, w.rows, std::min<int64_t>(16 * np, n1 - p * kPanelRows)};
     a.streams = {reinterpret_cast<const std::byte*>(a.panels), static_cast<size_t>(pb), pb, nullptr, 0};
     if (p + np < p1) {
       a.streams.next = reinterpret_cast<const std::byte*>(a.panels + np * pb);

@@ -28,9 +28,12 @@ inline typename S::V partial_weights(const std::byte* row, int64_t k, int64_t n)
 
 template <class S, DType kType>
 inline typename S::V load_weights(const std::byte* row, int64_t k) {
-  if constexpr (kType == DType::F32) return S::loadu(reinterpret_cast<const float*>(row) + k);
-  else if constexpr (kType == DType::BF16) return S::load_bf16(row + 2 * k);
-  else return S::load_f16(row + 2 * k);
+  if constexpr (kType == DType::F32)
+    return S::loadu(reinterpret_cast<const float*>(row) + k);
+  else if constexpr (kType == DType::BF16)
+    return S::load_bf16(row + 2 * k);
+  else
+    return S::load_f16(row + 2 * k);
 }
 
 constexpr int kTileWeightRows = 4;
@@ -39,12 +42,13 @@ constexpr int64_t kPrefetchBytes = 1024;
 // Every 64 bytes of a weight row, the line 1 KB further on in the same row or, past its end, in the same row of the
 // next tile (rows n + 4.., if below n1; kernels/prefetch-inl.h).
 template <DType kType, int NR>
-[[gnu::always_inline]] inline void prefetch_ahead(const std::byte* w, size_t row_bytes, int64_t K, int64_t n, int64_t n1,
-                                                  int64_t k) {
+[[gnu::always_inline]] inline void prefetch_ahead(const std::byte* w, size_t row_bytes, int64_t K, int64_t n,
+                                                  int64_t n1, int64_t k) {
   constexpr int64_t kSize = kType == DType::F32 ? 4 : 2;
   if ((k * kSize) % 64 != 0) return;
   const bool next = n + kTileWeightRows < n1;
-  const WeightStreams streams{w + n * row_bytes, row_bytes, K * kSize, next ? w + (n + kTileWeightRows) * row_bytes : nullptr,
+  const WeightStreams streams{w + n * row_bytes, row_bytes, K * kSize,
+                              next ? w + (n + kTileWeightRows) * row_bytes : nullptr,
                               next ? static_cast<int>(n1 - n - kTileWeightRows) : 0};
   prefetch_streams<NR>(streams, k * kSize + kPrefetchBytes);
 }
@@ -92,7 +96,8 @@ void tile_rows(float* y, const float* x, int64_t ldx, int64_t K, int64_t N, int6
 }
 
 template <class S, DType kType>
-void matmul_rows_typed(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0, int64_t n1) {
+void matmul_rows_typed(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0,
+                       int64_t n1) {
   const auto* base = static_cast<const std::byte*>(w.data);
   const int64_t K = w.cols, N = w.rows, ld = w.row_stride();
   for (int64_t n = n0; n < n1; n += kTileWeightRows) {

@@ -60,8 +60,10 @@ void softmax_reference(float* x, int64_t n) {
 }
 
 void softmax(float* x, int64_t n) {
-  if (active_isa() >= Isa::Avx512) detail::softmax_avx512(x, n);
-  else softmax_reference(x, n);
+  if (active_isa() >= Isa::Avx512)
+    detail::softmax_avx512(x, n);
+  else
+    softmax_reference(x, n);
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

@@ -64,12 +64,16 @@ void PanelStore::pack(std::span<WeightMatrix* const> matrices, ThreadPool* pool)
     if (n == 0) continue;
     advise_rows(*w, kPopulateRead);
     const auto pack_range = [&](size_t p0, size_t p1, int) {
-      if (w->quantized()) pack_int_panels(*w, reinterpret_cast<uint8_t*>(at), static_cast<int64_t>(p0), static_cast<int64_t>(p1));
-      else pack_panels(*w, reinterpret_cast<uint16_t*>(at), static_cast<int64_t>(p0), static_cast<int64_t>(p1));
+      if (w->quantized())
+        pack_int_panels(*w, reinterpret_cast<uint8_t*>(at), static_cast<int64_t>(p0), static_cast<int64_t>(p1));
+      else
+        pack_panels(*w, reinterpret_cast<uint16_t*>(at), static_cast<int64_t>(p0), static_cast<int64_t>(p1));
     };
     const size_t panels = static_cast<size_t>(panel_count(w->rows));
-    if (pool != nullptr) pool->parallel_for(panels, pack_range, 16);
-    else pack_range(0, panels, 0);
+    if (pool != nullptr)
+      pool->parallel_for(panels, pack_range, 16);
+    else
+      pack_range(0, panels, 0);
     w->panels = at;
     at += n;
     advise_rows(*w, kCold);

@@ -40,10 +40,13 @@ double measure(ThreadPool& pool, ChainsFn fn, int repeats) {
   return best;
 }
 
-PeakProbe probe(ThreadPool& pool, int repeats, std::string instruction, ChainsFn fn, bool present, const char* missing) {
+PeakProbe probe(ThreadPool& pool, int repeats, std::string instruction, ChainsFn fn, bool present,
+                const char* missing) {
   PeakProbe p{std::move(instruction), 0.0, ""};
-  if (present) p.gflops = measure(pool, fn, repeats);
-  else p.skipped = missing;
+  if (present)
+    p.gflops = measure(pool, fn, repeats);
+  else
+    p.skipped = missing;
   return p;
 }
 
@@ -52,10 +55,15 @@ PeakProbe probe(ThreadPool& pool, int repeats, std::string instruction, ChainsFn
 ComputePeak probe_compute_peak(ThreadPool& pool, int repeats) {
   const CpuFeatures& f = cpu_features();
   ComputePeak c;
-  if (f.avx512) c.fp32_fma = probe(pool, repeats, "vfmadd231ps zmm", &detail::fma_chains_avx512, true, "");
-  else c.fp32_fma = probe(pool, repeats, "vfmadd231ps ymm", &detail::fma_chains_avx2, f.avx2_fma, "this CPU has no AVX2/FMA");
-  c.bf16_dot = probe(pool, repeats, "vdpbf16ps zmm", &detail::dpbf16_chains, f.avx512_bf16, "this CPU has no AVX-512 BF16");
-  c.int8_dot = probe(pool, repeats, "vpdpbusd zmm", &detail::dpbusd_chains, f.avx512_vnni, "this CPU has no AVX-512 VNNI");
+  if (f.avx512)
+    c.fp32_fma = probe(pool, repeats, "vfmadd231ps zmm", &detail::fma_chains_avx512, true, "");
+  else
+    c.fp32_fma =
+        probe(pool, repeats, "vfmadd231ps ymm", &detail::fma_chains_avx2, f.avx2_fma, "this CPU has no AVX2/FMA");
+  c.bf16_dot =
+      probe(pool, repeats, "vdpbf16ps zmm", &detail::dpbf16_chains, f.avx512_bf16, "this CPU has no AVX-512 BF16");
+  c.int8_dot =
+      probe(pool, repeats, "vpdpbusd zmm", &detail::dpbusd_chains, f.avx512_vnni, "this CPU has no AVX-512 VNNI");
   return c;
 }
 

@@ -15,9 +15,9 @@ struct PeakProbe {
 };
 
 struct ComputePeak {
-  PeakProbe fp32_fma;   // the widest fp32 FMA the CPU has (AVX-512, else AVX2)
-  PeakProbe bf16_dot;   // vdpbf16ps (AVX-512 BF16), what the bf16 matmul issues
-  PeakProbe int8_dot;   // vpdpbusd (AVX-512 VNNI)
+  PeakProbe fp32_fma;  // the widest fp32 FMA the CPU has (AVX-512, else AVX2)
+  PeakProbe bf16_dot;  // vdpbf16ps (AVX-512 BF16), what the bf16 matmul issues
+  PeakProbe int8_dot;  // vpdpbusd (AVX-512 VNNI)
 };
 
 // Every instruction kind, measured on all of the pool's threads at once (each thread timed by its own CPU time, so a

@@ -18,8 +18,8 @@ __m256 add_f32(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
 
 double fma_chains_avx2(long rounds, float* sink) {
   const __m256 a = _mm256_set1_ps(kSmall), b = _mm256_set1_ps(kSmall);
-  const __m256 s =
-      run_chains<kChains, __m256>(rounds, start_f32, [&](__m256 v) { return _mm256_fmadd_ps(a, b, v); }, add_f32);
+  const __m256 s = run_chains<kChains, __m256>(
+      rounds, start_f32, [&](__m256 v) { return _mm256_fmadd_ps(a, b, v); }, add_f32);
   alignas(32) float out[8];
   _mm256_store_ps(out, s);
   for (float v : out) *sink += v;

@@ -1,8 +1,8 @@
 // AVX-512 version of QuantizedActivations::quantize for one row, bit-identical to the plain one: the block's absmax,
 // 127 / absmax and x · that are the same IEEE operations, vcvtps2dq rounds to nearest even as nearbyint does, and
 // the codes are integers within ±127 before the clamp.
-#include <cstdint>
 #include <cfloat>
+#include <cstdint>
 
 #include "kernels/quantized.h"
 
@@ -33,9 +33,10 @@ bool quantize_row_avx512(QuantizedActivations& q, const float* row, int64_t m, i
     const __m512 v1 = _mm512_maskz_loadu_ps(lane_mask(K - k0 - 16), row + k0 + 16);
     const __m512 a0 = _mm512_abs_ps(v0), a1 = _mm512_abs_ps(v1);
     // not <= FLT_MAX: inf or NaN, which the plain version turns into a NaN scale
-    if ((_mm512_cmp_ps_mask(a0, largest, _CMP_NLE_UQ) | _mm512_cmp_ps_mask(a1, largest, _CMP_NLE_UQ)) != 0) return false;
+    if ((_mm512_cmp_ps_mask(a0, largest, _CMP_NLE_UQ) | _mm512_cmp_ps_mask(a1, largest, _CMP_NLE_UQ)) != 0)
+      return false;
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(a0, a1));
-    if (amax == 0.0f) continue;  // codes, scale and sum stay 0
+    if (amax == 0.0f) continue;                 // codes, scale and sum stay 0
     if (127.0f / amax > FLT_MAX) return false;  // a block of tiny values (see the plain version)
     const __m512 inv = _mm512_set1_ps(127.0f / amax);
     const __m512i c0 = codes_of(v0, inv), c1 = codes_of(v1, inv);

@@ -112,7 +112,8 @@ void QuantizedActivations::quantize(const float* x, int64_t ldx, int64_t M, int6
   sums.assign(static_cast<size_t>(M * blocks), 0);
   const bool avx512 = active_isa() == Isa::Avx512 || active_isa() == Isa::Avx512Bf16;
   for (int64_t m = 0; m < M; ++m)  // the vector version leaves rows with inf or NaN to the plain one
-    if (!avx512 || !detail::quantize_row_avx512(*this, x + m * ldx, m, K)) quantize_row_portable(*this, x + m * ldx, m, K);
+    if (!avx512 || !detail::quantize_row_avx512(*this, x + m * ldx, m, K))
+      quantize_row_portable(*this, x + m * ldx, m, K);
 }
 
 float weight_block_scale(const WeightMatrix& w, int64_t n, int64_t b) {
@@ -142,8 +143,10 @@ bool int_kernel_is_vnni() {
 }
 
 void matmul_rows_int(float* y, const QuantizedActivations& x, const WeightMatrix& w, int64_t n0, int64_t n1) {
-  if (int_kernel_is_vnni() && w.panels != nullptr) matmul_rows_int_avx512vnni_panels(y, x, w, n0, n1);
-  else matmul_rows_int_portable(y, x, w, n0, n1);
+  if (int_kernel_is_vnni() && w.panels != nullptr)
+    matmul_rows_int_avx512vnni_panels(y, x, w, n0, n1);
+  else
+    matmul_rows_int_portable(y, x, w, n0, n1);
 }
 
 void matmul_rows_fp8_portable(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w, int64_t n0,

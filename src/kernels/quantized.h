@@ -19,10 +19,10 @@ namespace eaglet {
 constexpr int64_t kActivationBlock = 32;
 
 struct QuantizedActivations {
-  int64_t rows = 0, kp = 0;     // kp: columns rounded up to a multiple of 32, the tail zero
-  std::vector<int8_t> codes;    // [rows, kp]
-  std::vector<float> scales;    // [rows, kp / 32]
-  std::vector<int32_t> sums;    // [rows, kp / 32]: Σ of each block's codes (the VNNI kernel's weight offsets)
+  int64_t rows = 0, kp = 0;   // kp: columns rounded up to a multiple of 32, the tail zero
+  std::vector<int8_t> codes;  // [rows, kp]
+  std::vector<float> scales;  // [rows, kp / 32]
+  std::vector<int32_t> sums;  // [rows, kp / 32]: Σ of each block's codes (the VNNI kernel's weight offsets)
   void quantize(const float* x, int64_t ldx, int64_t M, int64_t K);
 };
 

@@ -39,42 +39,50 @@ ScreenedArgmax::ScreenedArgmax(const WeightMatrix& w, ThreadPool& pool) : w_(w) 
   wq_norm_.assign(static_cast<size_t>(N), 0.0);
   w_norm_.assign(static_cast<size_t>(N), 0.0);
   std::vector<uint8_t> finite(static_cast<size_t>(pool.size()), 1);
-  pool.parallel_for(static_cast<size_t>(N), [&](size_t r0, size_t r1, int t) {
-    std::vector<float> row(static_cast<size_t>(K));
-    for (size_t r = r0; r < r1; ++r) {
-      float amax = 0.0f;
-      bool row_finite = true;
-      for (int64_t k = 0; k < K; ++k) {
-        const float v = load_as_f32(w.data, w.dtype, static_cast<int64_t>(r) * ld + k);
-        row_finite = row_finite && std::isfinite(v);
-        row[static_cast<size_t>(k)] = v;
-        amax = std::max(amax, std::fabs(v));
-      }
-      if (!row_finite) {  // the screen then always declines; codes stay 0
-        finite[static_cast<size_t>(t)] = 0;
-        continue;
-      }
-      const float ws = amax / 127.0f;
-      int8_t* q = &codes_[r * static_cast<size_t>(K)];
-      double rho2 = 0.0, q2 = 0.0, w2 = 0.0;
-      for (int64_t k = 0; k < K; ++k) {
-        const float v = row[static_cast<size_t>(k)];
-        const float code = ws > 0.0f ? std::clamp(std::nearbyint(v / ws), -127.0f, 127.0f) : 0.0f;
-        q[k] = static_cast<int8_t>(code);
-        const double rho = static_cast<double>(v) - static_cast<double>(ws) * code;  // exact product in double
-        rho2 += rho * rho;
-        q2 += static_cast<double>(code) * code;
-        w2 += static_cast<double>(v) * v;
-      }
-      scales_[r] = ws;
-      rho_norm_[r] = std::sqrt(rho2);
-      wq_norm_[r] = static_cast<double>(ws) * std::sqrt(q2);
-      w_norm_[r] = std::sqrt(w2);
-    }
-  }, 16);
+  pool.parallel_for(
+      static_cast<size_t>(N),
+      [&](size_t r0, size_t r1, int t) {
+        std::vector<float> row(static_cast<size_t>(K));
+        for (size_t r = r0; r < r1; ++r) {
+          float amax = 0.0f;
+          bool row_finite = true;
+          for (int64_t k = 0; k < K; ++k) {
+            const float v = load_as_f32(w.data, w.dtype, static_cast<int64_t>(r) * ld + k);
+            row_finite = row_finite && std::isfinite(v);
+            row[static_cast<size_t>(k)] = v;
+            amax = std::max(amax, std::fabs(v));
+          }
+          if (!row_finite) {  // the screen then always declines; codes stay 0
+            finite[static_cast<size_t>(t)] = 0;
+            continue;
+          }
+          const float ws = amax / 127.0f;
+          int8_t* q = &codes_[r * static_cast<size_t>(K)];
+          double rho2 = 0.0, q2 = 0.0, w2 = 0.0;
+          for (int64_t k = 0; k < K; ++k) {
+            const float v = row[static_cast<size_t>(k)];
+            const float code = ws > 0.0f ? std::clamp(std::nearbyint(v / ws), -127.0f, 127.0f) : 0.0f;
+            q[k] = static_cast<int8_t>(code);
+            const double rho = static_cast<double>(v) - static_cast<double>(ws) * code;  // exact product in double
+            rho2 += rho * rho;
+            q2 += static_cast<double>(code) * code;
+            w2 += static_cast<double>(v) * v;
+          }
+          scales_[r] = ws;
+          rho_norm_[r] = std::sqrt(rho2);
+          wq_norm_[r] = static_cast<double>(ws) * std::sqrt(q2);
+          w_norm_[r] = std::sqrt(w2);
+        }
+      },
+      16);
   finite_ = std::ranges::all_of(finite, [](uint8_t f) { return f != 0; });
-  q_ = WeightMatrix{.data = codes_.data(), .dtype = DType::I8, .rows = N, .cols = K,
-                    .format = WeightFormat::Int8Channel, .scales = scales_.data(), .scale_dtype = DType::F32};
+  q_ = WeightMatrix{.data = codes_.data(),
+                    .dtype = DType::I8,
+                    .rows = N,
+                    .cols = K,
+                    .format = WeightFormat::Int8Channel,
+                    .scales = scales_.data(),
+                    .scale_dtype = DType::F32};
   panels_.pack(q_, &pool);
   if (q_.panels != nullptr) {  // the VNNI kernel reads the panels only: no second copy
     codes_ = {};

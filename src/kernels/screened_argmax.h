@@ -10,10 +10,11 @@
 //   |ẑ_r − x'·w_r| ≤ γ(K+2)·Σ|x'_k·w_rk|        (fp32 summation in any order, γ(n) = n·u / (1 − n·u), u = 2⁻²⁴)
 //   |z̃_r − (x̂·q_r)·ws_r| ≤ γ(2B+4)·ws_r·Σ|x̂_k·q_rk|   (B blocks of 32: one product and one sum each)
 // so by Cauchy-Schwarz |ẑ_r − z̃_r| ≤ e_r = ‖x'‖‖ρ_r‖ + ‖δ‖·ws_r‖q_r‖ + γ(K+2)‖x'‖‖w_r‖ + γ(2B+4)‖x̂‖·ws_r‖q_r‖,
-// computed in double and inflated by 10⁻⁶ for its own rounding (plus what vdpbf16ps's subnormal flushing can add). The argmax (and every row tied with it) lies among
-// the rows whose interval reaches max_s(z̃_s − e_s); matmul_rows() computes their work items with the same bits
-// as matmul(), and the best of those is the answer. Where that would not pay (too many candidates: flat logits) or
-// a value is not finite, argmax() declines and the caller runs the whole matmul.
+// computed in double and inflated by 10⁻⁶ for its own rounding (plus what vdpbf16ps's subnormal flushing can add). The
+// argmax (and every row tied with it) lies among the rows whose interval reaches max_s(z̃_s − e_s); matmul_rows()
+// computes their work items with the same bits as matmul(), and the best of those is the answer. Where that would not
+// pay (too many candidates: flat logits) or a value is not finite, argmax() declines and the caller runs the whole
+// matmul.
 #include <cstdint>
 #include <vector>
 
@@ -38,9 +39,9 @@ class ScreenedArgmax {
   bool argmax(const float* x, int64_t M, int32_t* best, ThreadPool& pool);
 
   struct Stats {
-    int64_t rows = 0;         // activation rows asked about
-    int64_t declined = 0;     // of them, left to the whole matmul
-    int64_t exact_rows = 0;   // weight rows computed exactly after the screen (all rows asked about)
+    int64_t rows = 0;        // activation rows asked about
+    int64_t declined = 0;    // of them, left to the whole matmul
+    int64_t exact_rows = 0;  // weight rows computed exactly after the screen (all rows asked about)
   };
   const Stats& stats() const { return stats_; }
   size_t bytes() const;  // the int8 copy and its scales
@@ -51,7 +52,7 @@ class ScreenedArgmax {
   std::vector<float> scales_;
   PanelStore panels_;
   std::vector<double> rho_norm_, wq_norm_, w_norm_;  // ‖ρ_r‖, ws_r‖q_r‖, ‖w_r‖
-  bool finite_ = true;                                // every weight finite
+  bool finite_ = true;                               // every weight finite
   std::vector<float> xr_, screen_, exact_;
   std::vector<double> bound_;  // e_r of the row being screened
   std::vector<uint8_t> wanted_;

@@ -17,12 +17,16 @@ TensorList decoder_tensors(const ModelConfig& c, const std::string& p) {
   const int64_t V = c.vocab_size, H = c.hidden_size;
   TensorList t = {{p + "model.embed_tokens.weight", {V, H}}};
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    const TensorList block = block_tensors(c.blocks[static_cast<size_t>(i)], p + "model.layers." + std::to_string(i) + ".");
+    const TensorList block =
+        block_tensors(c.blocks[static_cast<size_t>(i)], p + "model.layers." + std::to_string(i) + ".");
     t.insert(t.end(), block.begin(), block.end());
   }
   t.push_back({p + "model.norm.weight", {H}});
   if (c.tie_word_embeddings)
-    t.push_back({p + "lm_head.weight", {V, H}, TensorUse::Optional, TensorKind::Linear,
+    t.push_back({p + "lm_head.weight",
+                 {V, H},
+                 TensorUse::Optional,
+                 TensorKind::Linear,
                  "tied: HF drops it, and one that is present must equal model.embed_tokens.weight"});
   else
     t.push_back({p + "lm_head.weight", {V, H}, TensorUse::Required, TensorKind::Linear});
@@ -31,8 +35,8 @@ TensorList decoder_tensors(const ModelConfig& c, const std::string& p) {
 
 TensorList llama_family_tensors(const ModelConfig& c) { return decoder_tensors(c, ""); }
 
-int64_t layer_window(const ConfigReader& r, int64_t num_layers, int64_t layer, int64_t window,
-                     bool every_layer_slides, bool window_required) {
+int64_t layer_window(const ConfigReader& r, int64_t num_layers, int64_t layer, int64_t window, bool every_layer_slides,
+                     bool window_required) {
   if (window < 0) fail(r.where(), ": field 'sliding_window' must be positive or null, found ", window);
   const nlohmann::json& types = r.value("layer_types");
   if (types.is_null()) return every_layer_slides ? window : 0;

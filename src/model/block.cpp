@@ -28,7 +28,10 @@ TensorList block_tensors(const BlockSpec& b, const std::string& p) {
          {p + "mlp.up_proj.weight", {I, H}, TensorUse::Required, TensorKind::Linear},
          {p + "mlp.down_proj.weight", {H, I}, TensorUse::Required, TensorKind::Linear}});
   if (b.attention == AttentionKind::Gqa)
-    t.push_back({p + "self_attn.rotary_emb.inv_freq", {}, TensorUse::Unused, TensorKind::Weight,
+    t.push_back({p + "self_attn.rotary_emb.inv_freq",
+                 {},
+                 TensorUse::Unused,
+                 TensorKind::Weight,
                  "RoPE frequencies are recomputed from config.json (a buffer saved by old HF conversions)"});
   if (b.input == BlockInput::Eagle3Fused) t.push_back({p + "hidden_norm.weight", {H}});
   if (b.qkv_bias)
@@ -53,7 +56,6 @@ std::vector<float> to_f32(const TensorView* t) {
   for (size_t i = 0; i < out.size(); ++i) out[i] = load_as_f32(t->data, t->dtype, static_cast<int64_t>(i));
   return out;
 }
-
 
 std::vector<WeightMatrix*> BlockWeights::projections() {
   std::vector<WeightMatrix*> out;
@@ -200,7 +202,8 @@ void run_block(const BlockSpec& b, const BlockWeights& w, float* x, int64_t M, c
     case AttentionKind::Mla: mla_attention(b, w, tmp, M, ctx, s); break;
   }
   add_inplace(x, tmp, M * H);
-  for (int64_t m = 0; m < M; ++m) rmsnorm(&s.xn[static_cast<size_t>(m * H)], x + m * H, w.mlp_norm.data(), H, b.rms_norm_eps);
+  for (int64_t m = 0; m < M; ++m)
+    rmsnorm(&s.xn[static_cast<size_t>(m * H)], x + m * H, w.mlp_norm.data(), H, b.rms_norm_eps);
   switch (b.mlp) {
     case MlpKind::SwiGlu: swiglu(w.gate, w.up, w.down, s.xn.data(), tmp, M, s); break;
     case MlpKind::Moe: moe_mlp(b, w, tmp, M, s); break;

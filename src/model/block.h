@@ -96,12 +96,12 @@ struct Linear {
 };
 
 struct MlaWeights {
-  Linear q_a, q_b, kv_a;                      // q_a/q_b empty without q LoRA (then BlockWeights::q is q_proj)
-  std::vector<float> q_a_norm, kv_a_norm;     // [q_lora_rank], [kv_lora_rank]
-  WeightMatrix kv_b;                          // [H·(nope + v), kv_lora_rank]: W_UK and W_UV rows of each head
-  std::vector<float> kv_b_f32;                // a quantized kv_b dequantized (W_UV's rows are viewed per head)
-  std::vector<std::byte> uk_t;                // W_UK of each head transposed, [H, kv_lora_rank, nope], kv_b_dense's dtype
-  WeightMatrix kv_b_dense() const;            // kv_b, or its dequantized copy
+  Linear q_a, q_b, kv_a;                   // q_a/q_b empty without q LoRA (then BlockWeights::q is q_proj)
+  std::vector<float> q_a_norm, kv_a_norm;  // [q_lora_rank], [kv_lora_rank]
+  WeightMatrix kv_b;                       // [H·(nope + v), kv_lora_rank]: W_UK and W_UV rows of each head
+  std::vector<float> kv_b_f32;             // a quantized kv_b dequantized (W_UV's rows are viewed per head)
+  std::vector<std::byte> uk_t;             // W_UK of each head transposed, [H, kv_lora_rank, nope], kv_b_dense's dtype
+  WeightMatrix kv_b_dense() const;         // kv_b, or its dequantized copy
 };
 
 struct Expert {
@@ -109,10 +109,10 @@ struct Expert {
 };
 
 struct MoeWeights {
-  WeightMatrix router;             // [experts, hidden], applied with fp32 activations
-  std::vector<float> score_bias;   // e_score_correction_bias [experts]
+  WeightMatrix router;            // [experts, hidden], applied with fp32 activations
+  std::vector<float> score_bias;  // e_score_correction_bias [experts]
   std::vector<Expert> experts;
-  Expert shared;                   // empty when moe.shared_intermediate == 0
+  Expert shared;  // empty when moe.shared_intermediate == 0
 };
 
 struct BlockWeights {
@@ -139,7 +139,7 @@ struct RopeAngles {
 // Buffers of one forward, grown on demand and reused (no allocation per token once warm).
 struct BlockScratch {
   std::vector<float> xn, tmp, q, k, v, att, gate, up;
-  std::vector<float> head_in, head_out, latent;     // MLA: one head's rows, the attention's latent output
+  std::vector<float> head_in, head_out, latent;      // MLA: one head's rows, the attention's latent output
   std::vector<float> router, expert_in, expert_out;  // MoE
   std::vector<int32_t> rows;                         // MoE: the batch rows routed to one expert
   std::vector<int32_t> chosen;                       // MoE: [M, experts_per_token] expert ids

@@ -64,10 +64,11 @@ void parse_yarn(RopeConfig& r, const json& s, const std::string& where, int64_t 
     r.attention_factor = static_cast<float>(yarn_get_mscale(r.factor));
   if (max_position > 0 && s.contains("original_max_position_embeddings") &&
       std::fabs(static_cast<double>(max_position) / static_cast<double>(r.original_max_position) - r.factor) > 1e-9)
-    log_warning(strprintf("%s: factor %g differs from max_position_embeddings / original_max_position_embeddings = "
-                          "%lld / %lld; eaglet uses factor, as current transformers does (some versions used the ratio)",
-                          where.c_str(), r.factor, static_cast<long long>(max_position),
-                          static_cast<long long>(r.original_max_position)));
+    log_warning(
+        strprintf("%s: factor %g differs from max_position_embeddings / original_max_position_embeddings = "
+                  "%lld / %lld; eaglet uses factor, as current transformers does (some versions used the ratio)",
+                  where.c_str(), r.factor, static_cast<long long>(max_position),
+                  static_cast<long long>(r.original_max_position)));
 }
 
 }  // namespace
@@ -162,7 +163,8 @@ std::vector<float> RopeConfig::inv_freq(int64_t head_dim) const {
     // ramp between; float32 like torch, the range itself in double like Python.
     const double dim = static_cast<double>(head_dim), pi = 3.14159265358979323846;
     auto correction_dim = [&](double rotations) {
-      return dim * std::log(static_cast<double>(original_max_position) / (rotations * 2.0 * pi)) / (2.0 * std::log(theta));
+      return dim * std::log(static_cast<double>(original_max_position) / (rotations * 2.0 * pi)) /
+             (2.0 * std::log(theta));
     };
     double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
     if (truncate) {
@@ -175,7 +177,8 @@ std::vector<float> RopeConfig::inv_freq(int64_t head_dim) const {
     const float lo = static_cast<float>(low), span = static_cast<float>(high - low), fac = static_cast<float>(factor);
     for (size_t j = 0; j < inv.size(); ++j) {
       const float extrapolation = inv[j];  // 1 / pos_freq
-      const float pos_freq = std::pow(static_cast<float>(theta), static_cast<float>(2 * j) / static_cast<float>(head_dim));
+      const float pos_freq =
+          std::pow(static_cast<float>(theta), static_cast<float>(2 * j) / static_cast<float>(head_dim));
       const float interpolation = 1.0f / (fac * pos_freq);
       const float ramp = std::clamp((static_cast<float>(j) - lo) / span, 0.0f, 1.0f);
       const float extrapolation_factor = 1.0f - ramp;
@@ -244,8 +247,8 @@ ModelConfig ModelConfig::load(const std::string& model_dir) {
   if (arch.text_config != nullptr) {
     auto it = j.find(arch.text_config);
     if (it == j.end() || !it->is_object())
-      fail(c.file, ": model_type '", c.model_type, "' needs the text model's config in the object '",
-           arch.text_config, "'");
+      fail(c.file, ": model_type '", c.model_type, "' needs the text model's config in the object '", arch.text_config,
+           "'");
     text = &*it;
     where = c.file + ": " + arch.text_config;
   }

@@ -16,10 +16,10 @@ enum class RopeType { Default, Linear, Llama3, Yarn };
 struct RopeConfig {
   double theta = 10000.0;
   RopeType type = RopeType::Default;
-  double factor = 1.0;                 // linear, llama3
-  double low_freq_factor = 1.0;        // llama3
-  double high_freq_factor = 4.0;       // llama3
-  int64_t original_max_position = 0;   // llama3, yarn
+  double factor = 1.0;                       // linear, llama3
+  double low_freq_factor = 1.0;              // llama3
+  double high_freq_factor = 4.0;             // llama3
+  int64_t original_max_position = 0;         // llama3, yarn
   double beta_fast = 32.0, beta_slow = 1.0;  // yarn
   bool truncate = true;                      // yarn: integer correction range
   float attention_factor = 1.0f;             // yarn: multiplies cos and sin

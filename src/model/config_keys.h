@@ -26,7 +26,7 @@ class ConfigReader {
   // error (it would be a key whose default nobody declared); an absent required key is an Error naming the file.
   const nlohmann::json& value(const std::string& key) const;
   bool is_set(const std::string& key) const { return !value(key).is_null(); }
-  bool declares(const std::string& key) const;  // whether the model's table has the key
+  bool declares(const std::string& key) const;    // whether the model's table has the key
   int64_t integer(const std::string& key) const;  // an Error when null or not an integer
   int64_t size(const std::string& key) const;     // a positive integer below 2^24
   double number(const std::string& key) const;

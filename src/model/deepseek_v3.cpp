@@ -55,8 +55,9 @@ LayerShape deepseek_shape(const ConfigReader& r, int64_t max_position) {
   l.num_heads = r.size("num_attention_heads");
   l.num_kv_heads = r.size("num_key_value_heads");
   if (l.num_kv_heads != l.num_heads)
-    fail(r.where(), ": num_key_value_heads (", l.num_kv_heads, r.object().contains("num_key_value_heads") ? "" : ", HF's default",
-         ") must equal num_attention_heads (", l.num_heads, "): MLA expands its latent to one key per query head");
+    fail(r.where(), ": num_key_value_heads (", l.num_kv_heads,
+         r.object().contains("num_key_value_heads") ? "" : ", HF's default", ") must equal num_attention_heads (",
+         l.num_heads, "): MLA expands its latent to one key per query head");
   l.head_dim = r.size("qk_rope_head_dim");  // HF DeepseekV3Config: head_dim = qk_rope_head_dim (the RoPE width)
   if (l.head_dim % 2 != 0 || l.head_dim > kMaxMlaRopeDim)
     fail(r.where(), ": field 'qk_rope_head_dim' must be even and at most ", kMaxMlaRopeDim, ", found ", l.head_dim);
@@ -133,8 +134,11 @@ BlockSpec deepseek_block(const ModelConfig& c, const ConfigReader& r, int64_t la
 TensorList deepseek_tensors(const ModelConfig& c) {
   TensorList t = decoder_tensors(c, c.tensor_prefix);
   for (int64_t j = 0; j < c.mtp_layers; ++j)
-    t.push_back({c.tensor_prefix + "model.layers." + std::to_string(c.num_layers + j) + ".*", {}, TensorUse::Unused,
-                 TensorKind::Weight, "multi-token-prediction layer (num_nextn_predict_layers): not part of the decoder"});
+    t.push_back({c.tensor_prefix + "model.layers." + std::to_string(c.num_layers + j) + ".*",
+                 {},
+                 TensorUse::Unused,
+                 TensorKind::Weight,
+                 "multi-token-prediction layer (num_nextn_predict_layers): not part of the decoder"});
   return t;
 }
 

@@ -15,7 +15,7 @@ TensorList tensors(const ModelConfig& c) {
 
 }  // namespace
 
-extern const Architecture kKimiK25{"kimi_k25", kDeepseekKeys, deepseek_block, tensors, deepseek_shape, "text_config",
-                                   "language_model."};
+extern const Architecture kKimiK25{"kimi_k25",     kDeepseekKeys, deepseek_block,   tensors,
+                                   deepseek_shape, "text_config", "language_model."};
 
 }  // namespace eaglet

@@ -36,7 +36,12 @@ void KVCache::write(int64_t layer, int64_t slot, const float* k, const float* v)
 
 KVLayerView KVCache::view(int64_t layer) const {
   const float* keys = &k_[key_offset(layer, 0)];
-  return {keys, values_in_keys_ ? keys : &v_[value_offset(layer, 0)], key_dim_, value_dim_, capacity_, size_,
+  return {keys,
+          values_in_keys_ ? keys : &v_[value_offset(layer, 0)],
+          key_dim_,
+          value_dim_,
+          capacity_,
+          size_,
           positions_.data()};
 }
 
@@ -55,8 +60,7 @@ void KVCache::move_slot(int64_t from, int64_t to) {
 void KVCache::begin_batch(std::span<const int32_t> positions) {
   const int64_t m = static_cast<int64_t>(positions.size());
   if (size_ + m > capacity_)
-    fail("context of ", capacity_, " tokens is full: ", size_, " cached + ", m,
-         " new tokens do not fit (raise --ctx)");
+    fail("context of ", capacity_, " tokens is full: ", size_, " cached + ", m, " new tokens do not fit (raise --ctx)");
   for (int64_t i = 0; i < m; ++i) positions_[static_cast<size_t>(size_ + i)] = positions[static_cast<size_t>(i)];
   pending_ = m;
 }
@@ -69,7 +73,8 @@ void KVCache::commit_all() {
 void KVCache::commit(std::span<const int32_t> batch_indices) {
   int64_t kept = 0;
   for (int32_t idx : batch_indices) {
-    if (idx < 0 || idx >= pending_ || idx < kept) fail("KVCache::commit: batch index ", idx, " is out of order or range");
+    if (idx < 0 || idx >= pending_ || idx < kept)
+      fail("KVCache::commit: batch index ", idx, " is out of order or range");
     if (idx != kept) move_slot(size_ + idx, size_ + kept);
     ++kept;
   }

@@ -20,8 +20,8 @@ class KVCache {
   // MLA: per token and layer [latent (normalised c_kv), rotated shared rope key]; the value is the latent.
   static KVCache latent(int64_t num_layers, int64_t latent_dim, int64_t rope_dim, int64_t capacity);
 
-  int64_t size() const { return size_; }         // committed tokens
-  int64_t pending() const { return pending_; }   // tokens written by the last forward, not committed
+  int64_t size() const { return size_; }        // committed tokens
+  int64_t pending() const { return pending_; }  // tokens written by the last forward, not committed
   int64_t capacity() const { return capacity_; }
 
   // Stores one token's keys [num_kv_heads * key_dim] and values [num_kv_heads * value_dim] in `slot` (a latent
@@ -32,10 +32,10 @@ class KVCache {
 
   // Called by the forward: reserves slots [size, size + positions.size()) for a batch. Throws if it does not fit.
   void begin_batch(std::span<const int32_t> positions);
-  void commit_all();                                   // keep the whole pending batch
+  void commit_all();                                    // keep the whole pending batch
   void commit(std::span<const int32_t> batch_indices);  // keep these batch entries, in this order (ascending)
   void discard_pending() { pending_ = 0; }
-  void truncate(int64_t n);                            // forget committed tokens from n on
+  void truncate(int64_t n);  // forget committed tokens from n on
 
  private:
   size_t key_offset(int64_t layer, int64_t kv_head) const {

@@ -36,8 +36,8 @@ BlockSpec block(const ModelConfig& c, const ConfigReader& r, int64_t layer) {
   if (r.flag("mlp_bias")) fail(r.where(), ": field 'mlp_bias' = true is not supported (MLP biases)");
   BlockSpec b = c.base_block();
   b.qkv_bias = b.o_bias = r.flag("attention_bias");
-  b.sliding_window = layer_window(r, c.num_layers, layer, r.is_set("sliding_window") ? r.integer("sliding_window") : 0,
-                                  false, true);
+  b.sliding_window =
+      layer_window(r, c.num_layers, layer, r.is_set("sliding_window") ? r.integer("sliding_window") : 0, false, true);
   return b;
 }
 

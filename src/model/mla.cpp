@@ -13,8 +13,9 @@
 // of the products, so in rounding. Decoding and verification (at most kMaxVerifyRows rows of a sequence) always take
 // the absorbed form, so a token's logits never depend on how many tokens are verified with it; a sequence's larger
 // forwards (prefill chunks) take the naive form where it costs less (it decompresses the whole latent cache once
-// per forward, then saves rows · ctx · (2·rank - nope - V) MACs per head, at about half the absorbed form's rate). Plain and speculative generation chunk a
-// prompt alike (the same prefill batch from its first token), so both see the same form on the same rows.
+// per forward, then saves rows · ctx · (2·rank - nope - V) MACs per head, at about half the absorbed form's rate).
+// Plain and speculative generation chunk a prompt alike (the same prefill batch from its first token), so both see the
+// same form on the same rows.
 #include <algorithm>
 #include <cstring>
 
@@ -64,7 +65,8 @@ void bind_mla(const BlockSpec& b, const std::string& p, const LoadedTensors& t, 
   // kv_b_proj (rank x H·(nope + v) values per layer, under 2% of a layer) is dequantized to fp32 here.
   if (m.kv_b.quantized()) {
     m.kv_b_f32.resize(static_cast<size_t>(m.kv_b.rows * m.kv_b.cols));
-    for (int64_t r = 0; r < m.kv_b.rows; ++r) dequantize_row(m.kv_b, r, &m.kv_b_f32[static_cast<size_t>(r * m.kv_b.cols)]);
+    for (int64_t r = 0; r < m.kv_b.rows; ++r)
+      dequantize_row(m.kv_b, r, &m.kv_b_f32[static_cast<size_t>(r * m.kv_b.cols)]);
   }
   absorb_uk(b, m);
 }
@@ -184,8 +186,8 @@ void naive_attention(const BlockSpec& b, const MlaWeights& m, float* out, const 
                          kv_b.dtype, th * per_head, R};
     float* kvh = s.naive_kv.data();
     matmul(kvh, c, total, w, thread_pool());
-    float* keys = s.naive_keys.data();        // [th, qk, total]
-    float* values = keys + th * qk * total;   // [th, V, total]
+    float* keys = s.naive_keys.data();       // [th, qk, total]
+    float* values = keys + th * qk * total;  // [th, V, total]
     for (int64_t h = 0; h < th; ++h) {
       for (int64_t d = 0; d < nope; ++d)
         for (int64_t t = 0; t < total; ++t) keys[(h * qk + d) * total + t] = kvh[t * th * per_head + h * per_head + d];
@@ -256,7 +258,8 @@ void mla_attention(const BlockSpec& b, const BlockWeights& w, float* out, int64_
   int64_t first = 0;  // the sequence's first row
   for (const BlockSequence& seq : ctx.sequences) {
     const int64_t rows = static_cast<int64_t>(seq.positions.size());
-    for (int64_t t = 0; t < rows; ++t) seq.cache.write(ctx.layer, seq.cache.size() + t, kv + (first + t) * key, nullptr);
+    for (int64_t t = 0; t < rows; ++t)
+      seq.cache.write(ctx.layer, seq.cache.size() + t, kv + (first + t) * key, nullptr);
     first += rows;
   }
   if (first != M) fail("mla_attention: the sequences hold ", first, " rows, the batch ", M);

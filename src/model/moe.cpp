@@ -26,7 +26,8 @@ void add_swiglu_tensors(TensorList& t, const std::string& p, int64_t inter, int6
 }
 
 Expert bind_expert(const LoadedTensors& t, const std::string& p) {
-  return {{t.matrix(p + "gate_proj.weight"), {}}, {t.matrix(p + "up_proj.weight"), {}},
+  return {{t.matrix(p + "gate_proj.weight"), {}},
+          {t.matrix(p + "up_proj.weight"), {}},
           {t.matrix(p + "down_proj.weight"), {}}};
 }
 
@@ -34,7 +35,8 @@ Expert bind_expert(const LoadedTensors& t, const std::string& p) {
 void top_k(const float* v, int64_t n, int64_t k, int32_t* out) {
   int32_t idx[kMaxExperts] = {};
   std::iota(idx, idx + n, 0);
-  std::partial_sort(idx, idx + k, idx + n, [v](int32_t a, int32_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
+  std::partial_sort(idx, idx + k, idx + n,
+                    [v](int32_t a, int32_t b) { return v[a] > v[b] || (v[a] == v[b] && a < b); });
   std::copy(idx, idx + k, out);
 }
 
@@ -107,7 +109,8 @@ void moe_mlp(const BlockSpec& b, const BlockWeights& w, float* out, int64_t M, B
     int64_t n = 0;
     for (int64_t t = 0; t < M; ++t)
       for (int64_t i = 0; i < k; ++i)
-        if (s.chosen[static_cast<size_t>(t * k + i)] == e) s.rows[static_cast<size_t>(n++)] = static_cast<int32_t>(t * k + i);
+        if (s.chosen[static_cast<size_t>(t * k + i)] == e)
+          s.rows[static_cast<size_t>(n++)] = static_cast<int32_t>(t * k + i);
     if (n == 0) continue;
     ++s.experts_run;
     for (int64_t j = 0; j < n; ++j)

@@ -59,7 +59,8 @@ QuantConfig parse_compressed_tensors(const json& q, const std::string& where) {
   if (g.contains("input_activations") && !g["input_activations"].is_null()) {
     const json& a = g["input_activations"];
     if (!a.is_object() || !json_bool(a, gwhere + ".input_activations", "dynamic", false))
-      fail(gwhere, ".input_activations: static activation scales are not supported (eaglet quantizes each "
+      fail(gwhere,
+           ".input_activations: static activation scales are not supported (eaglet quantizes each "
            "activation row itself, per 32 columns)");
   }
   QuantConfig c;
@@ -126,7 +127,8 @@ QuantConfig QuantConfig::parse(const json& config, const std::string& file) {
   const std::string method = json_string(q, where, "quant_method", "");
   if (method == "fp8") return parse_fp8(q, where);
   if (method == "compressed-tensors") return parse_compressed_tensors(q, where);
-  fail(where, ": quant_method '", method, "' is not supported (eaglet reads fp8 block-scaled and compressed-tensors "
+  fail(where, ": quant_method '", method,
+       "' is not supported (eaglet reads fp8 block-scaled and compressed-tensors "
        "int4/int8)");
 }
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "io/files.h"
@@ -51,7 +51,8 @@ void load_row(const TensorView& w, int64_t r, float* out) {
   const int64_t cols = w.dim(1);
   for (int64_t c = 0; c < cols; ++c) {
     out[c] = load_as_f32(w.data, w.dtype, r * cols + c);
-    if (!std::isfinite(out[c])) fail(w.file, ": '", w.name, "' holds ", out[c], " at [", r, ", ", c, "]: cannot be quantized");
+    if (!std::isfinite(out[c]))
+      fail(w.file, ": '", w.name, "' holds ", out[c], " at [", r, ", ", c, "]: cannot be quantized");
   }
 }
 
@@ -124,13 +125,20 @@ uint64_t bytes_of(const TensorToWrite& t) {
 std::vector<TensorToWrite> quantized_tensors(const TensorView& w, const QuantScheme& s) {
   const std::string module = w.name.substr(0, w.name.size() - std::string(".weight").size());
   const int64_t rows = w.dim(0), cols = w.dim(1);
-  TensorToWrite scales{module + ".weight_scale", w.dtype, {rows, s.groups_per_row(cols)}, nullptr,
-                       [&w, s](void* out) { quantize_all_rows(w, s, out, nullptr); }};
+  TensorToWrite scales{module + ".weight_scale", w.dtype, {rows, s.groups_per_row(cols)}, nullptr, [&w, s](void* out) {
+                         quantize_all_rows(w, s, out, nullptr);
+                       }};
   if (s.format == WeightFormat::Int8Channel)
-    return {{module + ".weight", DType::I8, {rows, cols}, nullptr,
+    return {{module + ".weight",
+             DType::I8,
+             {rows, cols},
+             nullptr,
              [&w, s](void* out) { quantize_all_rows(w, s, nullptr, out); }},
             scales};
-  return {{module + ".weight_packed", DType::I32, {rows, cols / 8}, nullptr,
+  return {{module + ".weight_packed",
+           DType::I32,
+           {rows, cols / 8},
+           nullptr,
            [&w, s](void* out) { quantize_all_rows(w, s, nullptr, out); }},
           scales,
           {module + ".weight_shape", DType::I32, {2}, nullptr, [rows, cols](void* out) {
@@ -154,8 +162,8 @@ ojson quantization_config(const QuantScheme& s, const std::string& tensor_prefix
   // is W8A8 with dynamic per-token activations); int4 stays weight-only W4A16, the scheme of Kimi's experts.
   ojson activations = nullptr;
   if (!int4)
-    activations = {{"num_bits", 8}, {"type", "int"}, {"symmetric", true}, {"strategy", "token"}, {"dynamic", true},
-                   {"observer", nullptr}};
+    activations = {{"num_bits", 8},       {"type", "int"},   {"symmetric", true},
+                   {"strategy", "token"}, {"dynamic", true}, {"observer", nullptr}};
   ojson group = {{"targets", {"Linear"}},
                  {"weights", weights},
                  {"input_activations", activations},
@@ -175,7 +183,8 @@ void check_output_folder(const QuantizeRequest& q) {
     fail("--out ", q.out_dir, ": is the model folder being read (-m ", q.in_dir,
          "); write the quantized checkpoint to a new folder");
   if (!q.force && !fs::is_empty(q.out_dir))
-    fail("--out ", q.out_dir, ": is not empty (it holds ", fs::directory_iterator(q.out_dir)->path().filename().string(),
+    fail("--out ", q.out_dir, ": is not empty (it holds ",
+         fs::directory_iterator(q.out_dir)->path().filename().string(),
          "); choose a new or empty folder, or pass --force to write into it");
 }
 
@@ -185,14 +194,16 @@ void check_no_stale_weights(const std::string& out_dir, const std::set<std::stri
   for (const auto& e : fs::directory_iterator(out_dir)) {
     const std::string name = e.path().filename().string();
     if ((e.path().extension() == ".safetensors" || name == "model.safetensors.index.json") && !written.count(name))
-      fail("--out ", out_dir, ": holds ", name, ", which the quantized checkpoint does not replace and a loader would "
+      fail("--out ", out_dir, ": holds ", name,
+           ", which the quantized checkpoint does not replace and a loader would "
            "read with it; remove it first");
   }
 }
 
 // Files of a model folder that are weights in another format (a loader might pick them instead).
 bool is_weight_file(const fs::path& p) {
-  static const std::set<std::string> weights = {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5", ".msgpack"};
+  static const std::set<std::string> weights = {".safetensors", ".bin",  ".pt", ".pth",
+                                                ".gguf",        ".ckpt", ".h5", ".msgpack"};
   return weights.count(p.extension().string()) > 0;
 }
 
@@ -227,8 +238,9 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
   ojson config = ojson::parse(read_file(config_file));
   if (config.contains("quantization_config") && !config["quantization_config"].is_null())
     fail(config_file, ": quantization_config is present (",
-         config["quantization_config"].is_object() ? config["quantization_config"].value("quant_method", std::string("?"))
-                                                  : std::string("?"),
+         config["quantization_config"].is_object()
+             ? config["quantization_config"].value("quant_method", std::string("?"))
+             : std::string("?"),
          "): the checkpoint is already quantized; eaglet quantize reads dense F32, BF16 or F16 weights");
   const ModelConfig c = ModelConfig::load(q.in_dir);
   const Checkpoint ckpt = Checkpoint::open_dir(q.in_dir);
@@ -240,11 +252,13 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
     if (t.kind != TensorKind::Linear || (t.name == head_name && !q.lm_head)) continue;
     const std::string module = t.name.substr(0, t.name.size() - std::string(".weight").size());
     if (const TensorView* packed = ckpt.find(module + ".weight_packed"))
-      fail(packed->file, ": holds '", packed->name, "': the checkpoint is already quantized; eaglet quantize reads "
+      fail(packed->file, ": holds '", packed->name,
+           "': the checkpoint is already quantized; eaglet quantize reads "
            "dense F32, BF16 or F16 weights");
     const TensorView* w = ckpt.find(t.name);
     if (w != nullptr && !is_float(w->dtype))
-      fail(w->file, ": '", w->name, "' is stored as ", dtype_name(w->dtype), ": the checkpoint is already quantized; "
+      fail(w->file, ": '", w->name, "' is stored as ", dtype_name(w->dtype),
+           ": the checkpoint is already quantized; "
            "eaglet quantize reads dense F32, BF16 or F16 weights");
     if (w != nullptr && s.format == WeightFormat::Int4Group && t.shape.at(1) % s.group != 0)
       fail(w->file, ": '", w->name, "' has input width ", t.shape.at(1), ", which --group ", s.group,
@@ -256,7 +270,7 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
   load_tensors(ckpt, list, c.model_type + " model " + c.dir);
 
   QuantizeSummary summary;
-  std::optional<TensorView> tied_head;  // outlives the writers' callbacks, which capture it
+  std::optional<TensorView> tied_head;                      // outlives the writers' callbacks, which capture it
   std::map<std::string, std::vector<TensorToWrite>> files;  // by file name, as the input shards them
   std::map<std::string, std::string> weight_map;
   for (const auto& [name, view] : ckpt.all()) {
@@ -317,7 +331,8 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
   }
   // Last: a folder whose writing was interrupted has no config.json to load it by.
   config["quantization_config"] = quantization_config(s, c.tensor_prefix, q.lm_head);
-  if (q.lm_head && c.tie_word_embeddings) (c.tensor_prefix.empty() ? config : config["text_config"])["tie_word_embeddings"] = false;
+  if (q.lm_head && c.tie_word_embeddings)
+    (c.tensor_prefix.empty() ? config : config["text_config"])["tie_word_embeddings"] = false;
   write_file_atomic((fs::path(q.out_dir) / "config.json").string(), config.dump(2) + "\n");
   return summary;
 }

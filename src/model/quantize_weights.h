@@ -42,11 +42,11 @@ struct QuantizeRequest {
 };
 
 struct QuantizeSummary {
-  int64_t quantized = 0, copied = 0;                    // tensors of the input
+  int64_t quantized = 0, copied = 0;                         // tensors of the input
   uint64_t linear_bytes_before = 0, linear_bytes_after = 0;  // the Linears' bytes (codes + scales + shapes after)
-  uint64_t bytes_before = 0, bytes_after = 0;           // every tensor's bytes
-  std::vector<std::string> weight_files;                // the .safetensors files written (as named in the input)
-  std::vector<std::string> files_copied, files_skipped;  // the folder's other files
+  uint64_t bytes_before = 0, bytes_after = 0;                // every tensor's bytes
+  std::vector<std::string> weight_files;                     // the .safetensors files written (as named in the input)
+  std::vector<std::string> files_copied, files_skipped;      // the folder's other files
 };
 
 // Reads in_dir (every tensor checked against its architecture's list, as loading does) and writes out_dir, streaming

@@ -1,6 +1,5 @@
 #include "model/tensor_list.h"
 
-
 #include "util/error.h"
 #include "util/log.h"
 
@@ -39,7 +38,8 @@ LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list,
     const TensorView* v = nullptr;
     if (t.use == TensorUse::Unused && !t.name.empty() && t.name.back() == '*') {  // every tensor under a prefix
       const std::string prefix = t.name.substr(0, t.name.size() - 1);
-      for (auto it = checkpoint.all().lower_bound(prefix); it != checkpoint.all().end() && it->first.starts_with(prefix); ++it) {
+      for (auto it = checkpoint.all().lower_bound(prefix);
+           it != checkpoint.all().end() && it->first.starts_with(prefix); ++it) {
         ignored[t.note].push_back(it->first);
         take.declare_unused(it->first, t.note);
       }
@@ -57,8 +57,10 @@ LoadedTensors load_tensors(const Checkpoint& checkpoint, const TensorList& list,
       const WeightMatrix w = take_linear(take, checkpoint, t.name, t.shape.at(0), t.shape.at(1), quant);
       if (w.data == nullptr) continue;
       out.linears_[t.name] = w;
-      if (w.quantized()) ++quantized;
-      else out.tensors_[t.name] = checkpoint.find(t.name);  // a dense one is also a plain tensor
+      if (w.quantized())
+        ++quantized;
+      else
+        out.tensors_[t.name] = checkpoint.find(t.name);  // a dense one is also a plain tensor
       continue;
     }
     if (t.kind == TensorKind::Index)

@@ -3,9 +3,9 @@
 #include "model/architecture.h"
 
 #include <algorithm>
-#include <iterator>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include "kernels/ops.h"
@@ -36,7 +36,8 @@ void Transformer::bind_weights(const LoadedTensors& tensors) {
   const std::string& p = c.tensor_prefix;
   embed_ = &tensors.get(p + "model.embed_tokens.weight");
   for (int64_t i = 0; i < c.num_layers; ++i)
-    blocks_.push_back(BlockWeights::bind(c.blocks[static_cast<size_t>(i)], p + "model.layers." + std::to_string(i) + ".", tensors));
+    blocks_.push_back(
+        BlockWeights::bind(c.blocks[static_cast<size_t>(i)], p + "model.layers." + std::to_string(i) + ".", tensors));
   final_norm_ = to_f32(&tensors.get(p + "model.norm.weight"));
   const TensorView* head = tensors.find(p + "lm_head.weight");
   if (c.tie_word_embeddings) {
@@ -55,7 +56,8 @@ void Transformer::bind_weights(const LoadedTensors& tensors) {
 
 KVCache Transformer::make_cache(int64_t capacity) const {
   const BlockSpec& b = config_.blocks.front();
-  if (b.attention == AttentionKind::Mla) return KVCache::latent(config_.num_layers, b.mla.kv_lora_rank, b.head_dim, capacity);
+  if (b.attention == AttentionKind::Mla)
+    return KVCache::latent(config_.num_layers, b.mla.kv_lora_rank, b.head_dim, capacity);
   return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity);
 }
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "io/safetensors.h"
-#include "kernels/panel_store.h"
 #include "kernels/matmul.h"
+#include "kernels/panel_store.h"
 #include "model/block.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
@@ -77,7 +77,9 @@ class Transformer {
   int64_t first_row(size_t sequence) const { return first_rows_[sequence]; }
   int64_t first_logits_row(size_t sequence) const { return first_logits_rows_[sequence]; }
   int64_t logits_rows() const { return logits_rows_; }
-  std::span<const float> logits() const { return {logits_.data(), static_cast<size_t>(logits_rows_ * config_.vocab_size)}; }
+  std::span<const float> logits() const {
+    return {logits_.data(), static_cast<size_t>(logits_rows_ * config_.vocab_size)};
+  }
   const float* logits_row(int64_t r) const { return logits_.data() + r * config_.vocab_size; }
   // [M, aux_layers().size() * hidden], states concatenated in ascending layer order.
   std::span<const float> aux_hidden() const { return {aux_.data(), static_cast<size_t>(batch_ * aux_width())}; }

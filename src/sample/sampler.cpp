@@ -76,9 +76,7 @@ void sampling_distribution(std::span<const float> logits, const SamplingParams& 
   for (size_t i = 0; i < keep; ++i) probs[static_cast<size_t>(order[i])] = static_cast<float>(p[i] / sum);
 }
 
-float Sampler::uniform() {
-  return static_cast<float>(std::uniform_real_distribution<double>(0.0, 1.0)(rng_));
-}
+float Sampler::uniform() { return static_cast<float>(std::uniform_real_distribution<double>(0.0, 1.0)(rng_)); }
 
 int32_t Sampler::sample_from(std::span<const float> probs) {
   const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);

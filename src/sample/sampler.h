@@ -30,9 +30,9 @@ void sampling_distribution(std::span<const float> logits, const SamplingParams& 
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);  // an Error for parameters that are no numbers (NaN) or out of range
-  int32_t sample(std::span<const float> logits);            // greedy or from sampling_distribution
-  int32_t sample_from(std::span<const float> probs);         // draw an index from a distribution
-  float uniform();                                           // U[0, 1), from the same stream
+  int32_t sample(std::span<const float> logits);   // greedy or from sampling_distribution
+  int32_t sample_from(std::span<const float> probs);  // draw an index from a distribution
+  float uniform();                                    // U[0, 1), from the same stream
   const SamplingParams& params() const { return params_; }
 
  private:

@@ -17,7 +17,9 @@ namespace {
 
 std::string request_prefix(const Job& job) { return "request " + std::to_string(job.id) + ": "; }
 
-double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 std::string finish_reason(const Job& job, bool stop_matched, size_t generated) {
   if (job.cancelled()) return "abort";
@@ -151,7 +153,8 @@ void Engine::step(std::span<Sequence* const> running, Metrics& metrics) {
     decoders.push_back(s->decoder.get());
     max_draft.push_back(s->decoder->max_draft_tokens());
   }
-  const std::vector<int> draft = share_draft_budget(max_draft, drafts_within_rows(options_.batch_row_budget, static_cast<int>(running.size())));
+  const std::vector<int> draft =
+      share_draft_budget(max_draft, drafts_within_rows(options_.batch_row_budget, static_cast<int>(running.size())));
   std::vector<std::vector<int32_t>> out;
   int64_t rows = 0;
   try {

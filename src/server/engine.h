@@ -23,8 +23,8 @@ struct EngineOptions {
   SpecOptions spec;
   int64_t context = 0;  // 0: the model's max_position_embeddings
   int prefill_batch = 256;
-  LoadOptions load;     // how the model's checkpoint is read
-  int max_batch = 8;           // sequences decoded together (one target forward per step)
+  LoadOptions load;          // how the model's checkpoint is read
+  int max_batch = 8;         // sequences decoded together (one target forward per step)
   int batch_row_budget = 8;  // rows of a step's forward: one per sequence, the rest drafts (< 0: no cap)
 };
 

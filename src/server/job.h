@@ -65,7 +65,7 @@ class Job {
   };
   // Waits up to `timeout` for new text or the end; takes the new text.
   Update wait(std::chrono::milliseconds timeout);
-  Update wait_finished();  // all text once the job ends
+  Update wait_finished();    // all text once the job ends
   JobResult result() const;  // valid once wait reported finished
 
  private:

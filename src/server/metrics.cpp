@@ -50,12 +50,12 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
 }
 
 Metrics::Metrics()
-    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0,
-             80.0, 160.0, 640.0, 2560.0}),
-      itl_({0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-            20.0, 40.0, 80.0}),
-      e2e_({0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
-            960.0, 1920.0, 7680.0}),
+    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+             1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
+      itl_({0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,  0.15, 0.2,  0.3, 0.4,
+            0.5,   0.75,  1.0,  2.5,   5.0,  7.5,   10.0, 20.0, 40.0, 80.0}),
+      e2e_({0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+            30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}),
       queue_(e2e_),
       accept_length_({1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32}),
       step_sequences_({1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64}),
@@ -125,14 +125,16 @@ std::string Metrics::render() const {
            it == finished_by_reason_.end() ? 0.0 : static_cast<double>(it->second));
   }
   scalar(out, "eaglet:prompt_tokens_total", "counter", "Prompt tokens processed", static_cast<double>(prompt_tokens_));
-  scalar(out, "eaglet:generation_tokens_total", "counter", "Tokens generated",
-         static_cast<double>(generation_tokens_));
+  scalar(out, "eaglet:generation_tokens_total", "counter", "Tokens generated", static_cast<double>(generation_tokens_));
   scalar(out, "eaglet:num_requests_waiting", "gauge", "Requests in the queue", static_cast<double>(waiting_));
   scalar(out, "eaglet:num_requests_running", "gauge", "Sequences being decoded", static_cast<double>(running_));
   step_sequences_.render(out, "eaglet:batch_step_sequences", "Sequences advanced by each decode step's target forward");
-  step_rows_.render(out, "eaglet:batch_step_rows", "Rows (tokens and draft nodes) of each decode step's target forward");
-  scalar(out, "eaglet:batch_steps_shared_total", "counter", "Decode steps whose target forward served more than one "
-         "sequence", static_cast<double>(batched_steps_));
+  step_rows_.render(out, "eaglet:batch_step_rows",
+                    "Rows (tokens and draft nodes) of each decode step's target forward");
+  scalar(out, "eaglet:batch_steps_shared_total", "counter",
+         "Decode steps whose target forward served more than one "
+         "sequence",
+         static_cast<double>(batched_steps_));
   ttft_.render(out, "eaglet:time_to_first_token_seconds", "Time from arrival to the first generated token");
   itl_.render(out, "eaglet:inter_token_latency_seconds", "Time between successive generated tokens");
   e2e_.render(out, "eaglet:e2e_request_latency_seconds", "Time from arrival to the last token");

@@ -32,8 +32,8 @@ class Metrics {
   void queue_time(double seconds);
   void first_token(double seconds_since_arrival);
   void inter_token(double seconds);
-  void verify(int64_t tokens_emitted);      // one speculative round: accepted drafts + 1
-  void spec_request(const SpecStats& s);    // a finished speculative request's totals
+  void verify(int64_t tokens_emitted);    // one speculative round: accepted drafts + 1
+  void spec_request(const SpecStats& s);  // a finished speculative request's totals
   void set_load(int64_t waiting, int64_t running);
   void batch_step(int64_t sequences, int64_t rows);  // one target forward of the running sequences
   std::string render() const;

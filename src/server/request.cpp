@@ -70,8 +70,10 @@ int logprobs_field(const json& j, Endpoint endpoint) {
   if (endpoint == Endpoint::Completions) {
     const json* v = field(j, "logprobs");
     if (v && v->is_boolean()) wrong_type("logprobs", "an integer (the alternatives per token, completions)", *v);
-    if (field(j, "top_logprobs")) bad_request("top_logprobs", "'top_logprobs' belongs to chat completions; "
-                                              "completions take \"logprobs\": k");
+    if (field(j, "top_logprobs"))
+      bad_request("top_logprobs",
+                  "'top_logprobs' belongs to chat completions; "
+                  "completions take \"logprobs\": k");
     const auto k = count("logprobs");
     return k ? static_cast<int>(*k) : -1;
   }
@@ -138,8 +140,8 @@ std::vector<int32_t> token_ids(const json& j, const std::string& param, int64_t 
     if (!j[i].is_number_integer()) wrong_type(p, "an integer token id", j[i]);
     const int64_t id = j[i].get<int64_t>();
     if (id < 0 || id >= limit)
-      bad_request(p, "'" + p + "' = " + std::to_string(id) + " is outside the vocabulary [0, " +
-                         std::to_string(limit) + ")");
+      bad_request(
+          p, "'" + p + "' = " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(limit) + ")");
     ids.push_back(static_cast<int32_t>(id));
   }
   return ids;
@@ -208,7 +210,8 @@ GenerationRequest parse_generation_request(const std::string& body, Endpoint end
   std::optional<int64_t> max_tokens = opt_int(j, "max_completion_tokens");
   if (!max_tokens) max_tokens = opt_int(j, "max_tokens");
   if (max_tokens) {
-    if (*max_tokens < 1) bad_request("max_tokens", "'max_tokens' must be at least 1, found " + std::to_string(*max_tokens));
+    if (*max_tokens < 1)
+      bad_request("max_tokens", "'max_tokens' must be at least 1, found " + std::to_string(*max_tokens));
     r.max_tokens = static_cast<int>(std::min<int64_t>(*max_tokens, 1 << 30));
   }
   if (const auto n = opt_int(j, "n"); n && *n != 1)

@@ -18,10 +18,10 @@ constexpr int kMaxLogprobs = 20;  // alternatives per token ("logprobs" / "top_l
 
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::Completions;
-  std::string prompt_text;              // completions: a text prompt
-  std::vector<int32_t> prompt_ids;      // completions: a prompt given as token ids (used when non-empty)
-  std::vector<ChatMessage> messages;    // chat
-  std::optional<int> max_tokens;        // unset: 16 for completions, the rest of the context for chat
+  std::string prompt_text;            // completions: a text prompt
+  std::vector<int32_t> prompt_ids;    // completions: a prompt given as token ids (used when non-empty)
+  std::vector<ChatMessage> messages;  // chat
+  std::optional<int> max_tokens;      // unset: 16 for completions, the rest of the context for chat
   SamplingParams sampling;
   bool seeded = false;                  // "seed" given (else a fresh random seed)
   std::vector<std::string> stop;        // stop strings (not part of the output)
@@ -31,7 +31,7 @@ struct GenerationRequest {
   bool ignore_eos = false;              // vLLM's field: generate past the model's end-of-sequence ids
   int logprobs = -1;                    // log-probabilities of each token with this many alternatives; -1: none
   bool stream = false, include_usage = false;
-  std::string model;                    // echoed back; not used for routing
+  std::string model;  // echoed back; not used for routing
 };
 
 // Parses the body of POST /v1/completions or /v1/chat/completions (an ApiError on malformed input); token ids must

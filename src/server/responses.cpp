@@ -11,8 +11,7 @@ namespace {
 bool is_chat(const Job& job) { return job.request.endpoint == Endpoint::Chat; }
 
 json envelope(const Job& job, const ResponseIds& ids, bool chunk) {
-  const char* object = is_chat(job) ? (chunk ? "chat.completion.chunk" : "chat.completion")
-                                    : "text_completion";
+  const char* object = is_chat(job) ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
   return {{"id", ids.id}, {"object", object}, {"created", ids.created}, {"model", ids.model}};
 }
 
@@ -72,8 +71,8 @@ json logprobs_json(const Job& job, const std::vector<TokenLogprobText>& logprobs
     top_logprobs.push_back(top);
     offsets.push_back(l.text_offset);
   }
-  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs},
-          {"text_offset", offsets}};
+  return {
+      {"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", offsets}};
 }
 
 json completion_json(const Job& job, const ResponseIds& ids, const std::string& text, const JobResult& r,

@@ -48,9 +48,11 @@ int checked_max_tokens(const GenerationRequest& r, size_t prompt_tokens, int64_t
   if (p + std::max<int64_t>(m, 1) <= ctx) return static_cast<int>(m);
   ApiError e(400, "invalid_request_error",
              "this server's context is " + std::to_string(ctx) + " tokens (-c); the prompt has " + std::to_string(p) +
-                 " tokens and max_tokens asks for " + std::to_string(m) + " more (" + std::to_string(p + m) +
-                 " > " + std::to_string(ctx) + "): shorten the prompt or lower max_tokens",
-             r.max_tokens ? "max_tokens" : r.endpoint == Endpoint::Chat ? "messages" : "prompt");
+                 " tokens and max_tokens asks for " + std::to_string(m) + " more (" + std::to_string(p + m) + " > " +
+                 std::to_string(ctx) + "): shorten the prompt or lower max_tokens",
+             r.max_tokens                   ? "max_tokens"
+             : r.endpoint == Endpoint::Chat ? "messages"
+                                            : "prompt");
   e.extra = {{"n_prompt_tokens", p}, {"n_ctx", ctx}};
   throw e;
 }
@@ -142,9 +144,8 @@ void add_routes(httplib::Server& s, RouteContext& c) {
   });
   s.set_logger([&c](const Request&, const Response& res) { c.metrics.http_response(res.status); });
 
-  s.Get("/", [](const Request&, Response& res) {
-    res.set_content(std::string(index_page()), "text/html; charset=utf-8");
-  });
+  s.Get("/",
+        [](const Request&, Response& res) { res.set_content(std::string(index_page()), "text/html; charset=utf-8"); });
   auto health = guarded([&c](const Request&, Response& res) {
     if (c.stopping) throw ApiError(503, "unavailable_error", "the server is shutting down");
     send_json(res, {{"status", "ok"}});

@@ -1,8 +1,8 @@
 #pragma once
 // The HTTP routes: authentication, OpenAI error objects, and the handlers of every path.
+#include <httplib.h>
 #include <atomic>
 #include <cstdint>
-#include <httplib.h>
 #include <string>
 
 #include "server/engine.h"

@@ -18,8 +18,12 @@ namespace eaglet::server {
 
 struct Sequence {
   Sequence(std::shared_ptr<Job> job, const Tokenizer& tokenizer, GenerationLimits limits, bool speculative)
-      : job(std::move(job)), limits(std::move(limits)), speculative(speculative), detok(tokenizer),
-        stops(this->job->request.stop), origins(*this->job, this->job->request.token_origin),
+      : job(std::move(job)),
+        limits(std::move(limits)),
+        speculative(speculative),
+        detok(tokenizer),
+        stops(this->job->request.stop),
+        origins(*this->job, this->job->request.token_origin),
         collector(this->limits, sink, tokens) {}
   Sequence(const Sequence&) = delete;
   Sequence& operator=(const Sequence&) = delete;
@@ -27,17 +31,17 @@ struct Sequence {
   std::shared_ptr<Job> job;
   GenerationLimits limits;
   const bool speculative;
-  std::unique_ptr<Proposer> proposer;        // speculative: this sequence's drafter state
+  std::unique_ptr<Proposer> proposer;  // speculative: this sequence's drafter state
   std::unique_ptr<BatchedSequence> decoder;
-  SpeculativeDecoder* spec = nullptr;         // the decoder, when speculative
+  SpeculativeDecoder* spec = nullptr;  // the decoder, when speculative
   StreamingDetokenizer detok;
   StopStrings stops;
   TokenOrigins origins;
-  std::vector<int32_t> tokens;                // emitted (end-of-sequence ids excluded)
-  TokenSink sink;                             // set by the engine: text out, metrics, cancellation
+  std::vector<int32_t> tokens;  // emitted (end-of-sequence ids excluded)
+  TokenSink sink;               // set by the engine: text out, metrics, cancellation
   TokenCollector collector;
-  const TokenLogprob* logprob = nullptr;      // the log-probability of the token being pushed, when asked for
-  int64_t logprob_text_offset = 0;            // bytes of the token strings sent with logprobs so far
+  const TokenLogprob* logprob = nullptr;  // the log-probability of the token being pushed, when asked for
+  int64_t logprob_text_offset = 0;        // bytes of the token strings sent with logprobs so far
   int64_t accepted_before = 0, verifies_before = 0;
   Clock::time_point last;
   bool done = false;

@@ -71,11 +71,11 @@ int serve(const ServerOptions& o) {
     fail("serve: cannot listen on ", o.host, ":", o.port,
          " (the port is in use or the host is no address of this machine): pick another --port or --host");
   }
-  log_info(strprintf("eaglet serve: listening on http://%s:%d (model %s, %s, context %lld tokens, batch %d, "
-                     "row budget %d, queue %zu)",
-                     o.host.c_str(), port, context.served_model.c_str(),
-                     engine.speculative() ? "eagle3" : "target alone", static_cast<long long>(engine.context()),
-                     o.engine.max_batch, o.engine.batch_row_budget, o.max_queue));
+  log_info(
+      strprintf("eaglet serve: listening on http://%s:%d (model %s, %s, context %lld tokens, batch %d, "
+                "row budget %d, queue %zu)",
+                o.host.c_str(), port, context.served_model.c_str(), engine.speculative() ? "eagle3" : "target alone",
+                static_cast<long long>(engine.context()), o.engine.max_batch, o.engine.batch_row_budget, o.max_queue));
 
   std::thread stopper([&] {
     int received = 0;

@@ -25,7 +25,8 @@ bool send_end(httplib::DataSink& sink, const Job& job, const ResponseIds& ids) {
 
 }  // namespace
 
-void stream_job(httplib::Response& res, std::shared_ptr<Job> job, const ResponseIds& ids, std::function<void()> closed) {
+void stream_job(httplib::Response& res, std::shared_ptr<Job> job, const ResponseIds& ids,
+                std::function<void()> closed) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
@@ -34,7 +35,7 @@ void stream_job(httplib::Response& res, std::shared_ptr<Job> job, const Response
         const bool news = !u.text.empty() || !u.pieces.empty() || !u.logprobs.empty();
         const bool ok =
             (!news || send_event(sink, chunk_json(*job, ids, u.text, nullptr, u.pieces, u.logprobs).dump())) &&
-                        (!u.finished || send_end(sink, *job, ids));
+            (!u.finished || send_end(sink, *job, ids));
         if (!ok) {  // the client is gone: free the sequence at its next step
           job->cancel();
           return false;

@@ -1,8 +1,8 @@
 #pragma once
 // Server-sent events for a streaming generation: one `data: {chunk}` per piece of new text, the finishing chunk,
 // the usage chunk when asked, then `data: [DONE]`. A client that goes away cancels its job.
-#include <functional>
 #include <httplib.h>
+#include <functional>
 #include <memory>
 
 #include "server/job.h"

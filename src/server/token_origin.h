@@ -15,7 +15,7 @@ class TokenOrigins {
   TokenOrigins(Job& job, bool enabled) : job_(job), enabled_(enabled) {}
   // A token's text. Tokens before the first round (the prefill's) and all of the target alone are the target's.
   void token(const std::string& text, bool in_round);
-  void round(int64_t accepted_drafts);  // marks and sends the held tokens
+  void round(int64_t accepted_drafts);   // marks and sends the held tokens
   void finish(const std::string& rest);  // the detokenizer's remainder, and anything still held, as the target's
 
  private:

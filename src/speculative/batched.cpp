@@ -32,7 +32,10 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int top
 }
 
 PlainSequence::PlainSequence(Transformer& target, const SamplingParams& sampling, int64_t context, int prefill_batch)
-    : target_(target), sampler_(sampling), context_(context), prefill_batch_(prefill_batch),
+    : target_(target),
+      sampler_(sampling),
+      context_(context),
+      prefill_batch_(prefill_batch),
       cache_(target.make_cache(context)) {}
 
 int32_t PlainSequence::prefill(std::span<const int32_t> prompt) {
@@ -68,7 +71,8 @@ void PlainSequence::finish(size_t index, std::vector<int32_t>& out) {
 std::vector<int> share_draft_budget(std::span<const int> max_draft, int budget) {
   std::vector<int> out(max_draft.begin(), max_draft.end());
   if (budget < 0) return out;
-  const int speculative = static_cast<int>(std::count_if(max_draft.begin(), max_draft.end(), [](int d) { return d > 0; }));
+  const int speculative =
+      static_cast<int>(std::count_if(max_draft.begin(), max_draft.end(), [](int d) { return d > 0; }));
   if (speculative == 0) return out;
   const int share = budget / speculative, extra = budget % speculative;
   int rank = 0;
@@ -81,10 +85,10 @@ int drafts_within_rows(int row_budget, int sequences) {
   return row_budget < 0 ? -1 : std::max(0, row_budget - sequences);
 }
 
-int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences, std::span<const int> draft_tokens,
-                   std::vector<std::vector<int32_t>>& out) {
-  if (draft_tokens.size() != sequences.size()) fail("step_together: ", draft_tokens.size(), " budgets for ",
-                                                    sequences.size(), " sequences");
+int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences,
+                      std::span<const int> draft_tokens, std::vector<std::vector<int32_t>>& out) {
+  if (draft_tokens.size() != sequences.size())
+    fail("step_together: ", draft_tokens.size(), " budgets for ", sequences.size(), " sequences");
   std::vector<SequenceBatch> rows;
   rows.reserve(sequences.size());
   int64_t total = 0;

@@ -85,7 +85,7 @@ int drafts_within_rows(int row_budget, int sequences);
 
 // One step of all sequences: plan each with draft_tokens[i], one target forward, finish each; out[i] receives the
 // tokens sequence i emitted. Returns the forward's rows.
-int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences, std::span<const int> draft_tokens,
-                   std::vector<std::vector<int32_t>>& out);
+int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences,
+                      std::span<const int> draft_tokens, std::vector<std::vector<int32_t>>& out);
 
 }  // namespace eaglet

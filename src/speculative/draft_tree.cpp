@@ -26,7 +26,8 @@ std::vector<uint8_t> DraftTree::ancestor_mask() const {
   const size_t n = nodes.size();
   std::vector<uint8_t> mask(n * n, 0);
   for (size_t i = 0; i < n; ++i)
-    for (int j = static_cast<int>(i); j >= 0; j = nodes[static_cast<size_t>(j)].parent) mask[i * n + static_cast<size_t>(j)] = 1;
+    for (int j = static_cast<int>(i); j >= 0; j = nodes[static_cast<size_t>(j)].parent)
+      mask[i * n + static_cast<size_t>(j)] = 1;
   return mask;
 }
 
@@ -146,7 +147,8 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
     });
     std::vector<bool> keep(tree.nodes.size(), false);
     keep[0] = true;
-    for (size_t i = 0; i < order.size() && static_cast<int>(i) < budget; ++i) keep[static_cast<size_t>(order[i])] = true;
+    for (size_t i = 0; i < order.size() && static_cast<int>(i) < budget; ++i)
+      keep[static_cast<size_t>(order[i])] = true;
     DraftTree kept;
     std::vector<int> new_index(tree.nodes.size(), -1);
     for (size_t i = 0; i < tree.nodes.size(); ++i) {
@@ -172,7 +174,8 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
       int best = -1;
       for (int32_t id : draw_without_replacement(q, k, *sampler)) {
         const int child = add_child(expand, id, std::log(static_cast<double>(q[static_cast<size_t>(id)])));
-        if (best < 0 || tree.nodes[static_cast<size_t>(child)].score > tree.nodes[static_cast<size_t>(best)].score) best = child;
+        if (best < 0 || tree.nodes[static_cast<size_t>(child)].score > tree.nodes[static_cast<size_t>(best)].score)
+          best = child;
       }
       if (best < 0) break;
       expand = best;

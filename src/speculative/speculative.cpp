@@ -73,8 +73,8 @@ SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
   undrafted_ = draft_tokens <= 0;
   DraftParams params = config_.round.draft;
   params.num_draft_tokens = std::min(params.num_draft_tokens, std::max(draft_tokens, 0) + 1);
-  params.num_steps = static_cast<int>(std::min<int64_t>({params.num_steps, config_.context - 1 - P,
-                                                         params.num_draft_tokens - 1}));
+  params.num_steps =
+      static_cast<int>(std::min<int64_t>({params.num_steps, config_.context - 1 - P, params.num_draft_tokens - 1}));
   tree_ = draft_tree(proposer_, root_token_, target_.config().vocab_size, params,
                      sampled_tree() ? &config_.sampling : nullptr, &sampler_);
   drafted_seconds_ = round_timer_.seconds();
@@ -126,9 +126,7 @@ void SpeculativeDecoder::keep_aux_rows(size_t index, std::span<const int32_t> ke
     std::memcpy(&aux_rows_[i * static_cast<size_t>(W)], aux + kept[i] * W, static_cast<size_t>(W) * sizeof(float));
 }
 
-void SpeculativeDecoder::commit_kv(std::span<const int32_t> kept) {
-  target_cache_.commit(kept);
-}
+void SpeculativeDecoder::commit_kv(std::span<const int32_t> kept) { target_cache_.commit(kept); }
 
 // kept[i]'s row is the target's distribution of the token after it: the next accepted node, or the bonus. Those
 // tokens are the round's output and the proposer's pair tokens.

@@ -92,18 +92,19 @@ std::string SpecStats::time_line() const {
     return std::string(buf);
   };
   return "round time per verify: " + part("draft steps", time.draft) + ", " + part("tree selection", time.select) +
-         ", " + part("verify", time.verify) + ", " +
-         part("accept+commit", time.accept_commit) + ", " + part("drafter extend", time.extend);
+         ", " + part("verify", time.verify) + ", " + part("accept+commit", time.accept_commit) + ", " +
+         part("drafter extend", time.extend);
 }
 
 bool SpecStats::zero_acceptance() const { return verifies >= 32 && accept_length() < kZeroAcceptLen; }
 
 std::string SpecStats::zero_acceptance_warning() const {
-  return strprintf("zero acceptance: %s after %lld verifies; the drafter's guesses never match this target. Check: "
-                   "the aux layers printed above are the ones the drafter was trained on (--aux-layer-convention), "
-                   "the drafter was trained for this target model, d2t holds offsets, and the drafter's layout flags "
-                   "(norm_before_residual, ...) match its training (eaglet doctor checks each)",
-                   log_line().c_str(), static_cast<long long>(verifies));
+  return strprintf(
+      "zero acceptance: %s after %lld verifies; the drafter's guesses never match this target. Check: "
+      "the aux layers printed above are the ones the drafter was trained on (--aux-layer-convention), "
+      "the drafter was trained for this target model, d2t holds offsets, and the drafter's layout flags "
+      "(norm_before_residual, ...) match its training (eaglet doctor checks each)",
+      log_line().c_str(), static_cast<long long>(verifies));
 }
 
 void RoundLog::observe(const SpecStats& s) {

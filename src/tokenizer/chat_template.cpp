@@ -21,7 +21,8 @@ struct Template {
 };
 
 [[noreturn]] void no_template(const std::string& model_dir, const std::string& why) {
-  fail(model_dir, ": ", why, "; eaglet supports only the Llama-3, ChatML, Llama-2 and Kimi chat formats (no Jinja engine "
+  fail(model_dir, ": ", why,
+       "; eaglet supports only the Llama-3, ChatML, Llama-2 and Kimi chat formats (no Jinja engine "
        "yet)");
 }
 
@@ -38,7 +39,8 @@ Template load_template(const std::string& model_dir) {
   if (!json.is_object()) config.fail_expected("an object");
   const auto field = config.optional("chat_template");
   if (!field) {
-    fail(config_file, ": field \"chat_template\": missing, and there is no chat_template.jinja; eaglet supports "
+    fail(config_file,
+         ": field \"chat_template\": missing, and there is no chat_template.jinja; eaglet supports "
          "only the Llama-3, ChatML, Llama-2 and Kimi chat formats (no Jinja engine yet)");
   }
   if (field->json().is_string()) return {field->string(), config_file};
@@ -125,7 +127,9 @@ std::vector<ChatPiece> pieces_kimi(const std::vector<ChatMessage>& messages) {
     out.push_back({"<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI.<|im_end|>"});
   }
   for (const ChatMessage& m : messages) {
-    const char* marker = m.role == "user" ? "<|im_user|>" : m.role == "assistant" ? "<|im_assistant|>" : "<|im_system|>";
+    const char* marker = m.role == "user"        ? "<|im_user|>"
+                         : m.role == "assistant" ? "<|im_assistant|>"
+                                                 : "<|im_system|>";
     out.push_back({marker + m.role + "<|im_middle|>"});
     out.push_back({m.content + "<|im_end|>", m.role == "assistant"});
   }
@@ -141,7 +145,8 @@ ChatFormat detect_chat_format(const std::string& model_dir) {
   if (tmpl.text.find("<|start_header_id|>") != std::string::npos) return ChatFormat::Llama3;
   if (tmpl.text.find("<|im_start|>") != std::string::npos) return ChatFormat::ChatML;
   if (tmpl.text.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
-  fail(tmpl.source, ": the chat template is not one eaglet recognises; eaglet supports only the Llama-3, ChatML, "
+  fail(tmpl.source,
+       ": the chat template is not one eaglet recognises; eaglet supports only the Llama-3, ChatML, "
        "Llama-2 and Kimi chat formats (no Jinja engine yet)");
 }
 
@@ -152,12 +157,8 @@ ChatFormat chat_format_for(const std::string& model_dir, const Tokenizer& tokeni
     case ChatFormat::Llama3:
       markers = {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
       break;
-    case ChatFormat::ChatML:
-      markers = {"<|im_start|>", "<|im_end|>"};
-      break;
-    case ChatFormat::Llama2:
-      markers = {"<s>", "</s>"};
-      break;
+    case ChatFormat::ChatML: markers = {"<|im_start|>", "<|im_end|>"}; break;
+    case ChatFormat::Llama2: markers = {"<s>", "</s>"}; break;
     case ChatFormat::Kimi:
       markers = {"<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>", "<|im_end|>"};
       break;
@@ -174,14 +175,10 @@ ChatFormat chat_format_for(const std::string& model_dir, const Tokenizer& tokeni
 
 std::vector<ChatPiece> chat_pieces(ChatFormat format, const std::vector<ChatMessage>& messages) {
   switch (format) {
-    case ChatFormat::Llama3:
-      return pieces_llama3(messages);
-    case ChatFormat::ChatML:
-      return pieces_chatml(messages);
-    case ChatFormat::Llama2:
-      return pieces_llama2(messages);
-    case ChatFormat::Kimi:
-      return pieces_kimi(messages);
+    case ChatFormat::Llama3: return pieces_llama3(messages);
+    case ChatFormat::ChatML: return pieces_chatml(messages);
+    case ChatFormat::Llama2: return pieces_llama2(messages);
+    case ChatFormat::Kimi: return pieces_kimi(messages);
   }
   fail("chat: unknown chat format");
 }
@@ -190,41 +187,30 @@ std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messa
   std::string out;
   for (const ChatPiece& p : chat_pieces(format, messages)) out += p.text;
   switch (format) {  // the generation prompt
-    case ChatFormat::Llama3:
-      return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
-    case ChatFormat::ChatML:
-      return out + "<|im_start|>assistant\n";
-    case ChatFormat::Llama2:
-      return out;  // the template has none: the text ends at [/INST]
-    case ChatFormat::Kimi:
-      return out + "<|im_assistant|>assistant<|im_middle|>";
+    case ChatFormat::Llama3: return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    case ChatFormat::ChatML: return out + "<|im_start|>assistant\n";
+    case ChatFormat::Llama2: return out;  // the template has none: the text ends at [/INST]
+    case ChatFormat::Kimi: return out + "<|im_assistant|>assistant<|im_middle|>";
   }
   fail("chat: unknown chat format");
 }
 
 const char* chat_format_name(ChatFormat format) {
   switch (format) {
-    case ChatFormat::Llama3:
-      return "llama3";
-    case ChatFormat::ChatML:
-      return "chatml";
-    case ChatFormat::Llama2:
-      return "llama2";
-    case ChatFormat::Kimi:
-      return "kimi";
+    case ChatFormat::Llama3: return "llama3";
+    case ChatFormat::ChatML: return "chatml";
+    case ChatFormat::Llama2: return "llama2";
+    case ChatFormat::Kimi: return "kimi";
   }
   return "unknown";
 }
 
 const char* chat_end_of_turn(ChatFormat format) {
   switch (format) {
-    case ChatFormat::Llama3:
-      return "<|eot_id|>";
+    case ChatFormat::Llama3: return "<|eot_id|>";
     case ChatFormat::ChatML:
-    case ChatFormat::Kimi:
-      return "<|im_end|>";
-    case ChatFormat::Llama2:
-      return "</s>";
+    case ChatFormat::Kimi: return "<|im_end|>";
+    case ChatFormat::Llama2: return "</s>";
   }
   return "";
 }

@@ -16,8 +16,8 @@ struct ChatMessage {
 
 // Recognises the format from DIR/chat_template.jinja if present, else DIR/tokenizer_config.json "chat_template"
 // (a string, or a list of {name, template} of which "default" is used): "<|im_middle|>" -> Kimi,
-// "<|start_header_id|>" -> Llama3, "<|im_start|>" -> ChatML, "[INST]" -> Llama2. Throws eaglet::Error naming the file when there is no template or
-// it is none of these.
+// "<|start_header_id|>" -> Llama3, "<|im_start|>" -> ChatML, "[INST]" -> Llama2. Throws eaglet::Error naming the file
+// when there is no template or it is none of these.
 ChatFormat detect_chat_format(const std::string& model_dir);
 // detect_chat_format, and each of the format's special tokens (Llama3: <|begin_of_text|>, <|start_header_id|>,
 // <|end_header_id|>, <|eot_id|>; ChatML: <|im_start|>, <|im_end|>; Llama2: <s>, </s>; Kimi: <|im_system|>,

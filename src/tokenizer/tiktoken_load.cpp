@@ -101,19 +101,19 @@ Ranks read_ranks(const std::string& file) {
     const size_t rank_begin = line.find_first_not_of(" \t", space);
     if (space == std::string::npos || rank_begin == std::string::npos ||
         line.find_first_of(" \t", rank_begin) != std::string::npos) {
-      fail(where(), ": expected \"BASE64_TOKEN RANK\", found ", json_quoted(line),
-           " (is this a tiktoken.model file?)");
+      fail(where(), ": expected \"BASE64_TOKEN RANK\", found ", json_quoted(line), " (is this a tiktoken.model file?)");
     }
     const std::string_view encoded = line.substr(0, space), rank_text = line.substr(rank_begin);
     auto token = decode_base64(encoded);
     if (!token) {
-      fail(where(), ": token ", json_quoted(encoded), " is not valid base64 (expected A-Z a-z 0-9 + / with = padding "
+      fail(where(), ": token ", json_quoted(encoded),
+           " is not valid base64 (expected A-Z a-z 0-9 + / with = padding "
            "to a multiple of 4 characters); the file is damaged: fetch it again");
     }
     if (rank_text.size() > 8 || rank_text.find_first_not_of("0123456789") != std::string_view::npos ||
         std::stol(std::string(rank_text)) >= JsonField::kMaxTokenId) {
-      fail(where(), ": rank ", json_quoted(rank_text), " is not a non-negative integer below ",
-           JsonField::kMaxTokenId, "; the file is damaged: fetch it again");
+      fail(where(), ": rank ", json_quoted(rank_text), " is not a non-negative integer below ", JsonField::kMaxTokenId,
+           "; the file is damaged: fetch it again");
     }
     if (auto [it, added] = line_by_token.emplace(*token, static_cast<int32_t>(line_number)); !added) {
       fail(where(), ": token ", encoded, " (bytes \"", hex_bytes(*token), "\") is already given on line ", it->second,
@@ -145,7 +145,8 @@ Ranks read_ranks(const std::string& file) {
   }
   for (int b = 0; b < 256; ++b) {
     if (line_by_token.find(std::string(1, static_cast<char>(b))) == line_by_token.end()) {
-      fail(file, ": the single byte ", hex_bytes(std::string(1, static_cast<char>(b))), " has no rank (byte-level BPE "
+      fail(file, ": the single byte ", hex_bytes(std::string(1, static_cast<char>(b))),
+           " has no rank (byte-level BPE "
            "needs all 256 single bytes, or text containing it could not be encoded); the file is incomplete");
     }
   }
@@ -205,7 +206,8 @@ void add_special_tokens(const JsonField& config, int32_t base, TokenizerData& da
     for (const AddedToken& other : specials) {
       if (other.id < token.id && other.content == token.content) {
         decoder.fail_with("ids " + std::to_string(other.id) + " and " + std::to_string(token.id) +
-                          " have the same content " + json_quoted(token.content) + "; each special token needs its "
+                          " have the same content " + json_quoted(token.content) +
+                          "; each special token needs its "
                           "own text");
       }
     }
@@ -219,7 +221,8 @@ int32_t special_id(const TokenizerData& data, const JsonField& config, std::stri
   for (const AddedToken& token : data.added) {
     if (token.content == name) return token.id;
   }
-  fail(config.file(), ": field \"", key, "\": token ", json_quoted(name), " is not one of the special tokens "
+  fail(config.file(), ": field \"", key, "\": token ", json_quoted(name),
+       " is not one of the special tokens "
        "(added_tokens_decoder or <|reserved_token_ID|>); fix the field or added_tokens_decoder");
 }
 
@@ -238,7 +241,8 @@ std::shared_ptr<const TokenizerData> load_tiktoken_data(const std::string& model
 
   const std::string config_file = (std::filesystem::path(model_dir) / "tokenizer_config.json").string();
   if (!path_exists(config_file)) {
-    fail(config_file, ": not found (a tiktoken.model tokenizer names its special tokens in tokenizer_config.json "
+    fail(config_file,
+         ": not found (a tiktoken.model tokenizer names its special tokens in tokenizer_config.json "
          "\"added_tokens_decoder\"; copy it from the model's repository)");
   }
   const nlohmann::json json = read_json_file(config_file);

@@ -1,9 +1,9 @@
 // Why the translation is exact (PCRE2 10.42, UTF + UCP):
 //
 // 1. Class intersection `[A&&[^B]]` and difference `[A--B]` (Rust): one code point that is in A and not in B.
-//    PCRE2 has neither; the rewrite is `(?:(?![B])[A])`. The negative lookahead tests the very code point that `[A]` then consumes, so the
-//    group matches exactly one code point, the same ones, and like a class it has only one way to match at a
-//    position: quantifiers (`*`, `+`) and backtracking around it behave as around the original class.
+//    PCRE2 has neither; the rewrite is `(?:(?![B])[A])`. The negative lookahead tests the very code point that `[A]`
+//    then consumes, so the group matches exactly one code point, the same ones, and like a class it has only one way to
+//    match at a position: quantifiers (`*`, `+`) and backtracking around it behave as around the original class.
 // 2. `\p{Han}`: Rust's bare script name is the Script property; PCRE2 10.40+ reads a bare script name as
 //    Script_Extensions, which also puts Common/Inherited characters used with Han (、。〃〆㈠㇀ ...) in the class.
 //    `\p{sc:Han}` is the Script property, as in Rust.
@@ -100,8 +100,10 @@ std::string spell_out_white_space(const std::string& pattern) {
       }
       continue;
     }
-    if (c == '[' && !in_class) in_class = true;
-    else if (c == ']' && in_class) in_class = false;
+    if (c == '[' && !in_class)
+      in_class = true;
+    else if (c == ']' && in_class)
+      in_class = false;
     out.push_back(c);
   }
   return out;

@@ -180,9 +180,7 @@ std::string DecodeState::push(int32_t id) {
       out = bytes_.finish() + text;
       break;
     }
-    case DecoderSpec::Kind::Joined:
-      out = first ? *token : " " + *token;
-      break;
+    case DecoderSpec::Kind::Joined: out = first ? *token : " " + *token; break;
   }
   return strip_leading(std::move(out));
 }

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,20 +55,20 @@ class AddedTokenMatcher {
 struct DecoderSpec {
   enum class Kind { ByteLevel, Pieces, Joined };
   Kind kind = Kind::Joined;
-  bool byte_fallback = false;                                    // <0xXX> tokens are raw bytes
+  bool byte_fallback = false;                                     // <0xXX> tokens are raw bytes
   std::vector<std::pair<std::string, std::string>> replacements;  // applied in order to each non-byte token
-  std::string strip_content;                                     // Strip: the character removed from the start
-  size_t strip_start = 0;                                        // Strip: at most this many of them
-  bool strip_first_token_space = false;                          // Metaspace: the first token loses one leading space
+  std::string strip_content;                                      // Strip: the character removed from the start
+  size_t strip_start = 0;                                         // Strip: at most this many of them
+  bool strip_first_token_space = false;                           // Metaspace: the first token loses one leading space
 };
 
 struct TokenizerData {
   std::string file;  // DIR/tokenizer.json, for messages
   BpeModel model;
-  std::vector<AddedToken> added;                // in tokenizer.json order
-  std::vector<int32_t> added_index_by_id;       // id -> index in `added`, or -1
-  AddedTokenMatcher raw_matcher;                // added tokens with normalized: false, matched on the input
-  AddedTokenMatcher normalized_matcher;         // added tokens with normalized: true, matched after normalizing
+  std::vector<AddedToken> added;           // in tokenizer.json order
+  std::vector<int32_t> added_index_by_id;  // id -> index in `added`, or -1
+  AddedTokenMatcher raw_matcher;           // added tokens with normalized: false, matched on the input
+  AddedTokenMatcher normalized_matcher;    // added tokens with normalized: true, matched after normalizing
   Normalizer normalizer;
   bool has_pre_tokenizer = false;
   PreTokenizer pre_tokenizer;

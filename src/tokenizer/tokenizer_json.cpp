@@ -10,18 +10,14 @@ namespace {
 
 std::string describe(const nlohmann::json& value) {
   switch (value.type()) {
-    case nlohmann::json::value_t::null:
-      return "null";
-    case nlohmann::json::value_t::object:
-      return "an object";
-    case nlohmann::json::value_t::array:
-      return "an array";
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::object: return "an object";
+    case nlohmann::json::value_t::array: return "an array";
     case nlohmann::json::value_t::string: {
       std::string text = json_quoted(value.get<std::string>());
       return text.size() > 80 ? text.substr(0, 77) + "...\"" : text;
     }
-    default:
-      return value.dump();
+    default: return value.dump();
   }
 }
 

@@ -35,8 +35,8 @@ std::shared_ptr<const Regex> parse_pattern(const JsonField& pattern) {
 }
 
 [[noreturn]] void unsupported(const JsonField& type, std::string_view what, std::string_view supported) {
-  type.fail_with("unsupported " + std::string(what) + " type " + type.json().dump() + " (supported: " +
-                 std::string(supported) + ")");
+  type.fail_with("unsupported " + std::string(what) + " type " + type.json().dump() +
+                 " (supported: " + std::string(supported) + ")");
 }
 
 // Sequences nest in principle; real files nest one or two deep. A bound keeps a hostile file from exhausting the stack.
@@ -99,11 +99,16 @@ void parse_pre_tokenizer(const JsonField& node, PreTokenizer& out, int depth = 0
     step.pattern = parse_pattern(node["pattern"]);
     const JsonField behavior = node["behavior"];
     const std::string value = behavior.string();
-    if (value == "Isolated") step.behavior = SplitBehavior::Isolated;
-    else if (value == "Removed") step.behavior = SplitBehavior::Removed;
-    else if (value == "MergedWithPrevious") step.behavior = SplitBehavior::MergedWithPrevious;
-    else if (value == "MergedWithNext") step.behavior = SplitBehavior::MergedWithNext;
-    else behavior.fail_expected("\"Isolated\", \"Removed\", \"MergedWithPrevious\" or \"MergedWithNext\"");
+    if (value == "Isolated")
+      step.behavior = SplitBehavior::Isolated;
+    else if (value == "Removed")
+      step.behavior = SplitBehavior::Removed;
+    else if (value == "MergedWithPrevious")
+      step.behavior = SplitBehavior::MergedWithPrevious;
+    else if (value == "MergedWithNext")
+      step.behavior = SplitBehavior::MergedWithNext;
+    else
+      behavior.fail_expected("\"Isolated\", \"Removed\", \"MergedWithPrevious\" or \"MergedWithNext\"");
     if (auto invert = node.optional("invert"); invert && invert->boolean()) {
       invert->fail_expected("false (inverted Split patterns are not supported)");
     }
@@ -131,7 +136,8 @@ void parse_decoder_step(const JsonField& node, DecoderSpec& out, int& stage) {
   const std::string name = type.string();
   auto require_stage = [&](int at_most, int next) {
     if (stage > at_most) {
-      type.fail_with("decoder " + name + " in this position is not supported (expected the order Replace, "
+      type.fail_with("decoder " + name +
+                     " in this position is not supported (expected the order Replace, "
                      "ByteFallback, Fuse, Strip)");
     }
     stage = next;
@@ -248,8 +254,8 @@ void parse_bpe(const JsonField& model, BpeModel& bpe) {
   bpe.vocab.reserve(vocab.json().size());
   for (auto it = vocab.json().begin(); it != vocab.json().end(); ++it) {
     const nlohmann::json& value = it.value();
-    const bool valid = value.is_number_integer() && value.get<int64_t>() >= 0 &&
-                       value.get<int64_t>() < JsonField::kMaxTokenId;
+    const bool valid =
+        value.is_number_integer() && value.get<int64_t>() >= 0 && value.get<int64_t>() < JsonField::kMaxTokenId;
     // The field path is only built for the error message.
     if (!valid) JsonField(value, vocab.file(), vocab.path() + "[" + json_quoted(it.key()) + "]").token_id();
     const auto id = value.get<int32_t>();
@@ -399,7 +405,8 @@ std::shared_ptr<const TokenizerData> load_tokenizer_data(const std::string& mode
   const std::string& file = data->file;
   if (!path_exists(file)) {
     if (has_tiktoken_model(model_dir)) return load_tiktoken_data(model_dir);
-    fail(file, ": not found (eaglet needs a Hugging Face tokenizer.json, or a tiktoken.model with its "
+    fail(file,
+         ": not found (eaglet needs a Hugging Face tokenizer.json, or a tiktoken.model with its "
          "tokenizer_config.json, next to the model)");
   }
   const nlohmann::json json = read_json_file(file);

@@ -138,7 +138,6 @@ size_t white_space_prefix(std::string_view text) {
   return pos;
 }
 
-
 const std::array<std::string, 256>& byte_to_unicode() {
   static const std::array<std::string, 256> table = [] {
     std::array<std::string, 256> t;
@@ -166,9 +165,7 @@ std::string Normalizer::apply(std::string_view input) const {
   std::string text(input);
   for (const NormalizerStep& step : steps_) {
     switch (step.kind) {
-      case NormalizerStep::Kind::NFC:
-        text = unicode::to_nfc(text);
-        break;
+      case NormalizerStep::Kind::NFC: text = unicode::to_nfc(text); break;
       case NormalizerStep::Kind::Prepend:
         if (!text.empty()) text.insert(0, step.text);  // HF prepends only to non-empty text
         break;
@@ -179,12 +176,8 @@ std::string Normalizer::apply(std::string_view input) const {
           replace_all(text, step.text, step.content);
         }
         break;
-      case NormalizerStep::Kind::StripLeft:
-        text.erase(0, white_space_prefix(text));
-        break;
-      case NormalizerStep::Kind::StripRight:
-        text.erase(white_space_suffix_start(text));
-        break;
+      case NormalizerStep::Kind::StripLeft: text.erase(0, white_space_prefix(text)); break;
+      case NormalizerStep::Kind::StripRight: text.erase(white_space_suffix_start(text)); break;
     }
   }
   return text;
@@ -200,12 +193,8 @@ std::vector<std::string> PreTokenizer::apply(std::string_view text, bool first_s
         pieces = std::move(out);
         break;
       }
-      case PreTokenizerStep::Kind::ByteLevel:
-        pieces = apply_byte_level(step, std::move(pieces));
-        break;
-      case PreTokenizerStep::Kind::Metaspace:
-        pieces = apply_metaspace(step, std::move(pieces), first_section);
-        break;
+      case PreTokenizerStep::Kind::ByteLevel: pieces = apply_byte_level(step, std::move(pieces)); break;
+      case PreTokenizerStep::Kind::Metaspace: pieces = apply_metaspace(step, std::move(pieces), first_section); break;
     }
   }
   return pieces;

@@ -18,8 +18,8 @@ constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount *
 unsigned char combining_class(char32_t cp) {
   if (cp < 0x300) return 0;
   const CombiningClassRange* end = kCombiningClasses + kCombiningClassCount;
-  const CombiningClassRange* it =
-      std::upper_bound(kCombiningClasses, end, cp, [](char32_t c, const CombiningClassRange& r) { return c < r.first; });
+  const CombiningClassRange* it = std::upper_bound(
+      kCombiningClasses, end, cp, [](char32_t c, const CombiningClassRange& r) { return c < r.first; });
   if (it == kCombiningClasses) return 0;
   --it;
   return cp <= it->last ? it->combining_class : 0;

@@ -1,9 +1,9 @@
 #include "train/dataset.h"
 
 #include <algorithm>
-#include <sstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 
 #include "io/json_util.h"
 #include "util/error.h"
@@ -68,7 +68,8 @@ TrainingRow prompt_row(const nlohmann::json& j, const std::string& where, const 
   }
   if (!j.contains("completion") || !j["completion"].is_string())
     fail(where, ": a 'prompt' row needs a string 'completion' (or run with --regenerate, which writes it)");
-  return tokenize_pieces({{prompt, false}, {j["completion"].get<std::string>(), true}}, tokenizer, tokenizer.adds_bos());
+  return tokenize_pieces({{prompt, false}, {j["completion"].get<std::string>(), true}}, tokenizer,
+                         tokenizer.adds_bos());
 }
 
 }  // namespace
@@ -103,12 +104,14 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
       if (options.regenerate)
         for (size_t i = 0; i < messages.size(); ++i)
           if (messages[i].role == "assistant")
-            messages[i].content = options.regenerate({messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i)});
+            messages[i].content =
+                options.regenerate({messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i)});
       row = tokenize_pieces(chat_pieces(*format, messages), tokenizer, /*add_bos=*/false);
     } else if (j.is_object() && j.contains("prompt")) {
       row = prompt_row(j, where, tokenizer, options);
     } else {
-      fail(where, ": expected {\"text\": \"...\"}, {\"prompt\": \"...\", \"completion\": \"...\"} or {\"messages\": [...]}");
+      fail(where,
+           ": expected {\"text\": \"...\"}, {\"prompt\": \"...\", \"completion\": \"...\"} or {\"messages\": [...]}");
     }
     if (static_cast<int64_t>(row.ids.size()) > options.max_length) {
       row.ids.resize(static_cast<size_t>(options.max_length));

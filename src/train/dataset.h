@@ -27,8 +27,8 @@ using ReplyWriter = std::function<std::string(const std::vector<ChatMessage>& co
 using PromptContinuer = std::function<std::vector<int32_t>(const std::vector<int32_t>& prompt)>;
 
 struct DatasetOptions {
-  int64_t max_length = 2048;     // rows are cut to this many tokens
-  ReplyWriter regenerate;        // set: every assistant turn is replaced by its reply to the turns before it
+  int64_t max_length = 2048;        // rows are cut to this many tokens
+  ReplyWriter regenerate;           // set: every assistant turn is replaced by its reply to the turns before it
   PromptContinuer continue_prompt;  // set: every prompt row's completion is the target's continuation
   int64_t max_tokens = 0;  // > 0: reading stops once the rows hold this many tokens (later rows are not regenerated)
 };

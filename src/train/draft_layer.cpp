@@ -32,7 +32,8 @@ LayerShape default_draft_layer(int64_t hidden_size, float rms_norm_eps) {
   const int64_t H = hidden_size;
   l.hidden_size = H;
   l.head_dim = std::max<int64_t>(2, std::min<int64_t>(128, H / 2 / 2 * 2));
-  l.num_heads = std::max<int64_t>(1, std::llround(8.0 * static_cast<double>(H) / (7.0 * static_cast<double>(l.head_dim))));
+  l.num_heads =
+      std::max<int64_t>(1, std::llround(8.0 * static_cast<double>(H) / (7.0 * static_cast<double>(l.head_dim))));
   l.num_kv_heads = l.num_heads;
   l.intermediate_size = std::max<int64_t>(64, std::llround(12.0 * static_cast<double>(H) / 7.0 / 64.0) * 64);
   l.rms_norm_eps = rms_norm_eps;
@@ -61,8 +62,8 @@ DraftLayer choose_draft_layer(const ModelConfig& t, const std::string& file, con
   const ConfigReader r(layer, where, eagle3_layer_keys());
   LayerShape shape = LayerShape::read(r);  // the serving loader's reading (eagle3_config.cpp read_eagle3_layer)
   if (shape.hidden_size != t.hidden_size)
-    fail(where, ": hidden_size is ", shape.hidden_size, ", the target's is ", t.hidden_size,
-         " (", t.file, "): an EAGLE-3 drafter's layer has the target's width (its fc maps 3 x ", t.hidden_size,
+    fail(where, ": hidden_size is ", shape.hidden_size, ", the target's is ", t.hidden_size, " (", t.file,
+         "): an EAGLE-3 drafter's layer has the target's width (its fc maps 3 x ", t.hidden_size,
          " to it, and it reads the target's embeddings)");
   if (r.integer("num_hidden_layers") != 1)
     fail(where, ": num_hidden_layers is ", r.integer("num_hidden_layers"), "; train-draft trains one decoder layer");

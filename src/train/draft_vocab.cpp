@@ -44,9 +44,10 @@ DraftVocab build_draft_vocab(const std::vector<int64_t>& counts, int64_t n) {
 
 void write_draft_vocab(const std::string& path, const DraftVocab& v) {
   const int64_t n = static_cast<int64_t>(v.d2t.size()), V = static_cast<int64_t>(v.t2d.size());
-  write_safetensors(path, {{"d2t", DType::I64, {n}, v.d2t.data()},
-                           {"t2d", DType::BOOL, {V}, v.t2d.data()},
-                           {"token_counts", DType::I64, {V}, v.counts.data()}},
+  write_safetensors(path,
+                    {{"d2t", DType::I64, {n}, v.d2t.data()},
+                     {"t2d", DType::BOOL, {V}, v.t2d.data()},
+                     {"token_counts", DType::I64, {V}, v.counts.data()}},
                     {{"coverage", std::to_string(v.coverage)}, {"distinct_ids", std::to_string(v.distinct)}});
 }
 

@@ -6,18 +6,18 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
-#include <nlohmann/json.hpp>
 
+#include "generate/generation.h"
 #include "io/files.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
 #include "kernels/dtype.h"
 #include "model/transformer.h"
-#include "tokenizer/tokenizer.h"
-#include "generate/generation.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 #include "train/dataset.h"
 #include "train/draft_vocab.h"
 #include "util/error.h"
@@ -67,10 +67,10 @@ class Progress {
     const double s = timer_.seconds(), rate = s > 0 ? static_cast<double>(computed) / s : 0.0;
     const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
     log_progress(strprintf("extract: %lld / %lld tokens (%.1f%%), %.0f tok/s, ETA %d:%02d, shard %lld / %lld   ",
-                 static_cast<long long>(done), static_cast<long long>(total_),
-                 total_ > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0, rate,
-                 static_cast<int>(eta) / 60, static_cast<int>(eta) % 60, static_cast<long long>(shard),
-                 static_cast<long long>(shards)));
+                           static_cast<long long>(done), static_cast<long long>(total_),
+                           total_ > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0, rate,
+                           static_cast<int>(eta) / 60, static_cast<int>(eta) % 60, static_cast<long long>(shard),
+                           static_cast<long long>(shards)));
   }
   void finish() {
     if (on_) log_progress_done();
@@ -156,7 +156,7 @@ class Replies {
     std::istringstream in(path_exists(path.string()) ? read_file(path.string()) : std::string());
     std::string line, valid;
     for (int64_t line_no = 1; std::getline(in, line) && !in.eof(); ++line_no) {  // a last line without its newline
-      const std::string where = path.string() + ":" + std::to_string(line_no);  // was torn by the kill: made again
+      const std::string where = path.string() + ":" + std::to_string(line_no);   // was torn by the kill: made again
       const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (!j.is_array())
         fail(where, ": expected a reply's token ids as a JSON array, found ", line.substr(0, 40),
@@ -192,9 +192,9 @@ class Replies {
     tokens_ += static_cast<int64_t>(reply.size());
     if (show_)
       log_progress(strprintf("regenerate: %llu replies (%lld from %s), %lld tokens, %.0f tok/s   ",
-                   static_cast<unsigned long long>(count_), static_cast<long long>(reused_),
-                   path_.filename().string().c_str(), static_cast<long long>(tokens_),
-                   static_cast<double>(tokens_) / std::max(1e-9, timer_.seconds())));
+                             static_cast<unsigned long long>(count_), static_cast<long long>(reused_),
+                             path_.filename().string().c_str(), static_cast<long long>(tokens_),
+                             static_cast<double>(tokens_) / std::max(1e-9, timer_.seconds())));
     return reply;
   }
 
@@ -256,7 +256,8 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   const ModelConfig& c = target->config();
   const std::vector<int> aux =
       o.aux_layers.empty()
-          ? usable_default_aux_layers(c.num_layers, [](const std::vector<int>& ids) { return "pass --layers " + format_int_list(ids); })
+          ? usable_default_aux_layers(
+                c.num_layers, [](const std::vector<int>& ids) { return "pass --layers " + format_int_list(ids); })
           : o.aux_layers;
   std::vector<int> capture = aux;
   capture.push_back(static_cast<int>(c.num_layers));
@@ -269,14 +270,22 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   std::sort(sorted_aux.begin(), sorted_aux.end());
   const nlohmann::json settings = {
       {"target", fs::absolute(o.model_dir).lexically_normal().string()},
-      {"target_model_type", c.model_type}, {"target_hidden_size", c.hidden_size}, {"target_vocab_size", c.vocab_size},
-      {"target_num_layers", c.num_layers}, {"data", fs::absolute(o.data_file).lexically_normal().string()},
-      {"data_fnv1a64", std::to_string(fnv1a(data))}, {"aux_layers", sorted_aux},
+      {"target_model_type", c.model_type},
+      {"target_hidden_size", c.hidden_size},
+      {"target_vocab_size", c.vocab_size},
+      {"target_num_layers", c.num_layers},
+      {"data", fs::absolute(o.data_file).lexically_normal().string()},
+      {"data_fnv1a64", std::to_string(fnv1a(data))},
+      {"aux_layers", sorted_aux},
       {"aux_layer_convention", "input (HF hidden_states[i], the residual stream entering layer i)"},
-      {"final_hidden", "pre-norm (hidden_states[num_layers])"}, {"max_tokens", o.max_tokens},
-      {"max_length", o.max_length}, {"rows_per_shard", o.rows_per_shard},
-      {"regenerate", o.regenerate ? nlohmann::json{{"temperature", o.sampling.temperature}, {"top_p", o.sampling.top_p},
-                                                   {"top_k", o.sampling.top_k}, {"seed", o.sampling.seed},
+      {"final_hidden", "pre-norm (hidden_states[num_layers])"},
+      {"max_tokens", o.max_tokens},
+      {"max_length", o.max_length},
+      {"rows_per_shard", o.rows_per_shard},
+      {"regenerate", o.regenerate ? nlohmann::json{{"temperature", o.sampling.temperature},
+                                                   {"top_p", o.sampling.top_p},
+                                                   {"top_k", o.sampling.top_k},
+                                                   {"seed", o.sampling.seed},
                                                    {"max_tokens", o.regenerate_max_tokens}}
                                   : nlohmann::json(false)}};
   create_output_dir(o.out_dir);  // a loop, a parent that is a file, a read-only place: an Error naming it
@@ -313,8 +322,9 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   sum.rows = static_cast<int64_t>(rows.size());
   sum.shards = (sum.rows + o.rows_per_shard - 1) / o.rows_per_shard;
 
-  nlohmann::json manifest = {{"format", "eaglet-extract/1"}, {"settings", settings}, {"rows", sum.rows},
-                             {"tokens", sum.tokens}, {"trained_tokens", sum.trained_tokens}, {"shards", sum.shards}};
+  nlohmann::json manifest = {
+      {"format", "eaglet-extract/1"},         {"settings", settings}, {"rows", sum.rows}, {"tokens", sum.tokens},
+      {"trained_tokens", sum.trained_tokens}, {"shards", sum.shards}};
   write_file_atomic(manifest_path.string(), manifest.dump(2) + "\n");
 
   Progress progress(o.progress, sum.tokens);

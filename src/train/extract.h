@@ -27,14 +27,14 @@ namespace eaglet {
 
 struct ExtractOptions {
   std::string model_dir, data_file, out_dir;
-  LoadOptions load;  // how the target's checkpoint is read
+  LoadOptions load;             // how the target's checkpoint is read
   std::vector<int> aux_layers;  // HF hidden_states ids; empty: [2, L/2, L-3]
   int64_t max_tokens = 0;       // 0: the whole file
   int64_t max_length = 2048;    // per row
   int64_t rows_per_shard = 64;
-  int64_t draft_vocab = 0;      // 0: min(32000, target vocab)
+  int64_t draft_vocab = 0;  // 0: min(32000, target vocab)
   int prefill_batch = 256;
-  bool progress = true;         // a progress line on stderr
+  bool progress = true;  // a progress line on stderr
   // --regenerate: assistant turns replaced by the target's own replies (greedy, or sampled with these params; the
   // seed of each reply follows from `sampling.seed` and its order, so a rerun regenerates the same rows).
   bool regenerate = false;

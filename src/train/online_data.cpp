@@ -26,10 +26,10 @@ class OnlineData : public TrainingData {
     const Tokenizer tokenizer = Tokenizer::load(c.dir);
     check_tokenizer_fits(tokenizer, c.vocab_size, c.file);
     rows_ = read_training_rows(o.data_file, tokenizer, c.dir, DatasetOptions{o.max_length, {}});
-    aux_layers_ = !o.aux_layers.empty() ? o.aux_layers
-                                         : usable_default_aux_layers(c.num_layers, [](const std::vector<int>& ids) {
-                                             return "pass --layers " + format_int_list(ids) + " with --online";
-                                           });
+    aux_layers_ =
+        !o.aux_layers.empty() ? o.aux_layers : usable_default_aux_layers(c.num_layers, [](const std::vector<int>& ids) {
+          return "pass --layers " + format_int_list(ids) + " with --online";
+        });
     std::sort(aux_layers_.begin(), aux_layers_.end());
     if (aux_layers_.back() >= c.num_layers)
       fail("--layers must name hidden states below ", c.num_layers, " (the final state is always captured), found ",
@@ -42,9 +42,11 @@ class OnlineData : public TrainingData {
     d2t_ = v.d2t;
     t2d_ = v.t2d;
     for (const TrainingRow& r : rows_) tokens_ += static_cast<int64_t>(r.ids.size());
-    log_info(strprintf("train-draft: online from %s: %zu rows, %lld tokens, the target's forward per batch; draft "
-                       "vocabulary %lld (coverage %.1f%%)", o.data_file.c_str(), rows_.size(),
-                       static_cast<long long>(tokens_), static_cast<long long>(n), 100.0 * v.coverage));
+    log_info(
+        strprintf("train-draft: online from %s: %zu rows, %lld tokens, the target's forward per batch; draft "
+                  "vocabulary %lld (coverage %.1f%%)",
+                  o.data_file.c_str(), rows_.size(), static_cast<long long>(tokens_), static_cast<long long>(n),
+                  100.0 * v.coverage));
   }
 
   std::vector<SequenceRef> sequences(int64_t max_length) const override {

@@ -14,8 +14,8 @@ class Transformer;
 
 struct OnlineOptions {
   std::string data_file;
-  int64_t max_length = 2048;  // rows are cut to this many tokens, as eaglet extract's default
-  int64_t draft_vocab = 0;    // 0: min(32000, target vocab)
+  int64_t max_length = 2048;    // rows are cut to this many tokens, as eaglet extract's default
+  int64_t draft_vocab = 0;      // 0: min(32000, target vocab)
   std::vector<int> aux_layers;  // HF hidden_states ids; empty: the default (usable_default_aux_layers)
   int prefill_batch = 256;
 };

@@ -10,7 +10,8 @@
 
 namespace eaglet {
 
-std::vector<std::vector<int32_t>> plain_continuations(Transformer& target, const std::vector<std::vector<int32_t>>& prompts,
+std::vector<std::vector<int32_t>> plain_continuations(Transformer& target,
+                                                      const std::vector<std::vector<int32_t>>& prompts,
                                                       int max_tokens) {
   const GenerationLimits limits{max_tokens, 0, target.config().eos_token_ids, 256};
   std::vector<std::vector<int32_t>> plain;

@@ -48,8 +48,10 @@ ExtractedData ExtractedData::open(const std::string& dir) {
   const std::string manifest_path = (fs::path(dir) / "manifest.json").string();
   require_directory(dir, "the folder written by `eaglet extract`");
   if (!path_exists(manifest_path))
-    fail(dir, ": no manifest.json: not a folder written by `eaglet extract` (run it first: eaglet extract -m TARGET "
-              "--data FILE.jsonl --out ", dir, ")");
+    fail(dir,
+         ": no manifest.json: not a folder written by `eaglet extract` (run it first: eaglet extract -m TARGET "
+         "--data FILE.jsonl --out ",
+         dir, ")");
   const nlohmann::json m = read_json_file(manifest_path);
   if (json_string(m, manifest_path, "format", "") != "eaglet-extract/1")
     fail(manifest_path, ": format is '", json_string(m, manifest_path, "format", ""), "', expected eaglet-extract/1");
@@ -66,7 +68,8 @@ ExtractedData ExtractedData::open(const std::string& dir) {
   if (d.hidden_ < 1 || d.hidden_ > (1 << 20) || d.vocab_ < 1 || d.vocab_ > (1 << 24))
     fail(manifest_path, ": target_hidden_size or target_vocab_size out of range");
   if (!m.contains("shards"))
-    fail(manifest_path, ": the extraction did not finish (no shard written yet, --regenerate was still making replies); "
+    fail(manifest_path,
+         ": the extraction did not finish (no shard written yet, --regenerate was still making replies); "
          "rerun the same `eaglet extract` command, it resumes");
   const int64_t shards = json_require_int(m, manifest_path, "shards");
   if (shards < 1 || shards > (1 << 20)) fail(manifest_path, ": 'shards' must be in [1, 2^20], found ", shards);
@@ -99,7 +102,8 @@ ExtractedData ExtractedData::open(const std::string& dir) {
     }
     for (int64_t t = 0; t < T; ++t) {
       const int64_t id = element(*s.ids, t);
-      if (id < 0 || id >= d.vocab_) fail(path, ": input_ids[", t, "] = ", id, " is outside the vocabulary [0, ", d.vocab_, ")");
+      if (id < 0 || id >= d.vocab_)
+        fail(path, ": input_ids[", t, "] = ", id, " is outside the vocabulary [0, ", d.vocab_, ")");
     }
     d.tokens_ += T;
     d.shards_.push_back(std::move(s));

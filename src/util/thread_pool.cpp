@@ -51,7 +51,8 @@ bool ThreadPool::spin_until(const Pred& pred) const {
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    spin_until([&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; });
+    spin_until(
+        [&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; });
     std::unique_lock<std::mutex> lock(mutex_);
     if (!stop_ && generation_ == seen) {
       ++sleeping_workers_;

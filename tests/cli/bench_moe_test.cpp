@@ -14,8 +14,8 @@
 namespace eaglet {
 namespace {
 
-using ::testing::HasSubstr;
 using test::run_command;
+using ::testing::HasSubstr;
 
 constexpr int64_t kExperts = 16, kTopK = 4, kMoeLayers = 2, kHidden = 256, kExpertInter = 96, kVocab = 1024;
 
@@ -75,7 +75,8 @@ TEST(CliBenchMoe, Bf16TablePrintsTheCurveAndTheCeilingFormula) {
   EXPECT_THAT(r.out, HasSubstr("2 of 3 layers MoE (16 experts, top-4), projections BF16"));
   EXPECT_THAT(r.out, HasSubstr("0.15 MB per routed expert"));  // 3 x 96 x 256 bf16
   EXPECT_THAT(r.out, HasSubstr("speedup <= a * T(1) / (T(M) + D)"));
-  EXPECT_THAT(r.out, HasSubstr("| M (new tokens) | ms | T(M)/T(1) | experts per MoE layer | if routed independently |"));
+  EXPECT_THAT(r.out,
+              HasSubstr("| M (new tokens) | ms | T(M)/T(1) | experts per MoE layer | if routed independently |"));
   EXPECT_THAT(r.out, HasSubstr(" ceiling a=4 | ceiling a=M |"));
   EXPECT_THAT(r.out, HasSubstr("| 1 |"));
   EXPECT_THAT(r.out, HasSubstr("| 1.00 | 4.0 | 4.0 |"));  // M = 1: T(1)/T(1), top-4 run, as independent routing gives

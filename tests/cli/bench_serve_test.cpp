@@ -11,9 +11,9 @@
 namespace eaglet {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
 using test::run_command;
+using ::testing::HasSubstr;
 
 std::string drafter(const std::string& name) { return test::fixtures_dir() + "/drafters/" + name; }
 std::string bench_serve(const std::string& args) {
@@ -46,9 +46,9 @@ TEST(CliBenchServe, TableHasEveryLevelAndCountsAddUp) {
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("| ", 0) == 0) rows.push_back(cells(line));
   ASSERT_EQ(rows.size(), 5u) << r.out;  // header + speculative and plain at 1 and 3 clients
-  const std::vector<std::string> header = {"decoding",    "clients",     "requests",   "ok",
-                                           "req/s",       "gen tok/s",   "TTFT p50 ms", "TTFT p99 ms",
-                                           "ITL p50 ms",  "ITL p99 ms",  "accept len"};
+  const std::vector<std::string> header = {"decoding",   "clients",    "requests",    "ok",
+                                           "req/s",      "gen tok/s",  "TTFT p50 ms", "TTFT p99 ms",
+                                           "ITL p50 ms", "ITL p99 ms", "accept len"};
   EXPECT_EQ(rows[0], header);
   const std::vector<std::pair<std::string, int>> want = {
       {"speculative", 1}, {"speculative", 3}, {"plain", 1}, {"plain", 3}};
@@ -58,7 +58,7 @@ TEST(CliBenchServe, TableHasEveryLevelAndCountsAddUp) {
     EXPECT_EQ(row[0], want[i].first);
     EXPECT_EQ(std::stoi(row[1]), want[i].second);
     EXPECT_EQ(std::stoi(row[2]), 2 * want[i].second);  // requests = clients x --requests-per-client
-    EXPECT_EQ(row[3], row[2]);                          // all succeeded
+    EXPECT_EQ(row[3], row[2]);                         // all succeeded
     EXPECT_GT(std::stod(row[4]), 0);
     EXPECT_GT(std::stod(row[5]), 0);
     EXPECT_GT(std::stod(row[6]), 0);
@@ -81,7 +81,7 @@ TEST(CliBenchServe, TheSpeculativeFlagsReachTheStartedServer) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("bench serve: the started server's eaglet serve\n"));
   EXPECT_THAT(r.err, HasSubstr("speculative: eagle3, chain 2/1/3, verification draft-q, drafter " +
-                             drafter("exact_echo") + ", aux ids as input"));
+                               drafter("exact_echo") + ", aux ids as input"));
 }
 
 TEST(CliBenchServe, JsonCountsTokensOfEveryRequest) {

@@ -14,9 +14,9 @@ namespace eaglet {
 namespace {
 
 namespace fs = std::filesystem;
+using test::run_command;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-using test::run_command;
 
 std::string pycode() { return test::shared_dir() + "/models/pycode-llama-19m"; }
 std::string tiny(const std::string& v) { return test::fixtures_dir() + "/tiny/" + v; }
@@ -30,7 +30,9 @@ std::string eaglet(const std::string& args) { return test::eaglet_bin() + " " + 
 // AVX-512 BF16 path rounds activations of bf16 models to bf16, as HF does; tests/model/parity_test.cpp covers it).
 std::string eaglet_exact(const std::string& args) { return "EAGLET_ISA=avx512 " + eaglet(args); }
 
-std::vector<int> ids_of(const std::string& json_text) { return nlohmann::json::parse(json_text).get<std::vector<int>>(); }
+std::vector<int> ids_of(const std::string& json_text) {
+  return nlohmann::json::parse(json_text).get<std::vector<int>>();
+}
 std::string join(const std::vector<int>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -52,7 +54,8 @@ TEST(Cli, GenerateGreedyMatchesOracleAndKeepsStdoutClean) {
   ASSERT_EQ(tok.exit_code, 0) << tok.err;
   const std::vector<int> prompt_ids = ids_of(tok.out);
   ASSERT_EQ(prompt_ids.front(), 1);  // BOS
-  const std::vector<int> want = ids_of(oracle("greedy --model " + pycode() + " --ids " + join(prompt_ids) + " -n 40 --eos 2"));
+  const std::vector<int> want =
+      ids_of(oracle("greedy --model " + pycode() + " --ids " + join(prompt_ids) + " -n 40 --eos 2"));
   ASSERT_FALSE(want.empty());
   // The text of prompt + continuation, decoded whole (without BOS).
   std::vector<int> whole(prompt_ids.begin() + 1, prompt_ids.end());
@@ -73,8 +76,10 @@ TEST(Cli, GenerateGreedyMatchesOracleAndKeepsStdoutClean) {
 }
 
 TEST(Cli, SamplingIsSeededAndStaysInVocabulary) {
-  const std::string base = eaglet("generate -m " + pycode() + " -n 24 --temp 0.9 --top-p 0.95 --top-k 50 -p " + q(kPrompt));
-  const auto a = run_command(base + " --seed 11"), b = run_command(base + " --seed 11"), c = run_command(base + " --seed 12");
+  const std::string base =
+      eaglet("generate -m " + pycode() + " -n 24 --temp 0.9 --top-p 0.95 --top-k 50 -p " + q(kPrompt));
+  const auto a = run_command(base + " --seed 11"), b = run_command(base + " --seed 11"),
+             c = run_command(base + " --seed 12");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_NE(a.out, c.out);
@@ -83,11 +88,13 @@ TEST(Cli, SamplingIsSeededAndStaysInVocabulary) {
 TEST(Cli, PerplexityMatchesOracle) {
   const std::string dir = test::temp_dir("cli_ppl");
   std::string text;
-  for (int i = 0; i < 6; ++i) text += "def f" + std::to_string(i) + "(x):\n    return x * " + std::to_string(i) + " + 1\n\n";
+  for (int i = 0; i < 6; ++i)
+    text += "def f" + std::to_string(i) + "(x):\n    return x * " + std::to_string(i) + " + 1\n\n";
   test::write_file(dir + "/text.py", text);
   const auto tok = run_command(eaglet("tokenize -m " + pycode() + " -f " + dir + "/text.py"));
   ASSERT_EQ(tok.exit_code, 0) << tok.err;
-  const auto want = nlohmann::json::parse(oracle("perplexity --model " + pycode() + " --ctx 32 --ids " + join(ids_of(tok.out))));
+  const auto want =
+      nlohmann::json::parse(oracle("perplexity --model " + pycode() + " --ctx 32 --ids " + join(ids_of(tok.out))));
   const auto got = run_command(eaglet_exact("perplexity -m " + pycode() + " -f " + dir + "/text.py --ctx 32 -b 10"));
   ASSERT_EQ(got.exit_code, 0) << got.err;
   double ppl = 0;
@@ -113,7 +120,8 @@ TEST(Cli, TokenizeDetokenizeRoundTrip) {
 
 TEST(Cli, HiddenWritesTheCapturedLayers) {
   const std::string out = test::temp_dir("cli_hidden") + "/h.safetensors";
-  const auto r = run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -p 'def f(x): return x' --layers 5,2,8 --out " + out));
+  const auto r =
+      run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -p 'def f(x): return x' --layers 5,2,8 --out " + out));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("layers [2,5,8]"));
   Checkpoint file = Checkpoint::open_file(out);
@@ -126,7 +134,10 @@ TEST(Cli, HiddenWritesTheCapturedLayers) {
   const std::string file_dir = test::temp_dir("cli_hidden_file");
   const std::string text_file = file_dir + "/t.txt", out2 = file_dir + "/h2.safetensors";
   test::write_file(text_file, "def f(x): return x");
-  ASSERT_EQ(run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -f " + text_file + " --layers 5,2,8 --out " + out2)).exit_code, 0);
+  ASSERT_EQ(
+      run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -f " + text_file + " --layers 5,2,8 --out " + out2))
+          .exit_code,
+      0);
   EXPECT_EQ(test::read_file(out2), test::read_file(out));
   const auto bad = run_command(eaglet("hidden -m " + tiny("llama_fp32") + " -p x --layers 2,9 --out " + out));
   EXPECT_EQ(bad.exit_code, 1);
@@ -135,7 +146,8 @@ TEST(Cli, HiddenWritesTheCapturedLayers) {
   const std::string model_copy = file_dir + "/model";
   fs::copy(tiny("llama_fp32"), model_copy, fs::copy_options::recursive);
   const std::string weights = test::read_file(model_copy + "/model.safetensors");
-  const auto own = run_command(eaglet("hidden -m " + model_copy + " -p x --out " + model_copy + "/./model.safetensors"));
+  const auto own =
+      run_command(eaglet("hidden -m " + model_copy + " -p x --out " + model_copy + "/./model.safetensors"));
   EXPECT_EQ(own.exit_code, 1);
   EXPECT_THAT(own.err, HasSubstr("is a file of the model being read"));
   EXPECT_EQ(test::read_file(model_copy + "/model.safetensors"), weights);
@@ -156,7 +168,8 @@ TEST(CliSpeculative, SameTextAsTargetAloneWithAcceptanceReport) {
   const std::string args = " -m " + echo + " -n 48 -p 'def f(x): return x'";
   const auto plain = run_command(eaglet("generate" + args));
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  const auto tree = run_command(eaglet("generate" + args + " -d " + drafter("exact_echo") + " --compare --log-every 2"));
+  const auto tree =
+      run_command(eaglet("generate" + args + " -d " + drafter("exact_echo") + " --compare --log-every 2"));
   ASSERT_EQ(tree.exit_code, 0) << tree.err;
   EXPECT_EQ(tree.out, plain.out);
   EXPECT_THAT(tree.err, HasSubstr("aux layers [2, 4, 5] (input of layer i)"));
@@ -175,8 +188,9 @@ TEST(CliSpeculative, SameTextAsTargetAloneWithAcceptanceReport) {
 TEST(CliBench, SpeculativeBenchReportsAcceptanceAndIdentity) {
   const std::string prompts = test::temp_dir("cli_bench") + "/prompts.jsonl";
   test::write_file(prompts, "{\"prompt\": \"def f(x): return x\"}\n{\"prompt\": \"class A:\"}\n");
-  const auto r = run_command(eaglet("bench spec --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
-                                    " --prompts " + prompts + " -n 24 --setting 3,1,4 --setting 3,2,6"));
+  const auto r =
+      run_command(eaglet("bench spec --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
+                         " --prompts " + prompts + " -n 24 --setting 3,1,4 --setting 3,2,6"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["runs"].size(), 2u);
@@ -185,13 +199,14 @@ TEST(CliBench, SpeculativeBenchReportsAcceptanceAndIdentity) {
     EXPECT_GE(run["accept_len"].get<double>(), 3.9);
   }
   // --draft-head full on a head too small to be screened: the same two rows, each with the whole head, and a note.
-  const auto full = run_command(eaglet("bench spec --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
-                                       " --prompts " + prompts + " -n 8 --setting 3,1,4 --setting 3,2,6 --draft-head full"));
+  const auto full =
+      run_command(eaglet("bench spec --json -m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") +
+                         " --prompts " + prompts + " -n 8 --setting 3,1,4 --setting 3,2,6 --draft-head full"));
   ASSERT_EQ(full.exit_code, 0) << full.err;
   EXPECT_EQ(nlohmann::json::parse(full.out)["runs"].size(), 2u);
   EXPECT_THAT(full.err, HasSubstr("--draft-head full: this drafter's head is not screened here"));
-  const auto curve = run_command(eaglet("bench cost -m " + tiny("llama_fp32") +
-                                        " --contexts 16 --batch-sizes 1,4 --repeats 1"));
+  const auto curve =
+      run_command(eaglet("bench cost -m " + tiny("llama_fp32") + " --contexts 16 --batch-sizes 1,4 --repeats 1"));
   ASSERT_EQ(curve.exit_code, 0) << curve.err;
   EXPECT_THAT(curve.out, HasSubstr("| 4 |"));
   EXPECT_THAT(curve.out, HasSubstr("of the probed bandwidth"));
@@ -283,12 +298,14 @@ TEST(BadInputCli, UsageErrors) {
 }
 
 TEST(BadInputCli, DrafterProblemsAreNamed) {
-  const auto broken = run_command(eaglet("generate -m " + tiny("llama_fp32") + " -d " + drafter("broken/fc_width") + " -p hi"));
+  const auto broken =
+      run_command(eaglet("generate -m " + tiny("llama_fp32") + " -d " + drafter("broken/fc_width") + " -p hi"));
   expect_clean_failure(broken, 1, "fc.weight");
-  const auto no_drafter = run_command(eaglet("generate -m " + tiny("llama_fp32") + " --speculative-algorithm eagle3 -p hi"));
+  const auto no_drafter =
+      run_command(eaglet("generate -m " + tiny("llama_fp32") + " --speculative-algorithm eagle3 -p hi"));
   expect_clean_failure(no_drafter, 1, "needs a drafter");
-  const auto wrong_target = run_command(eaglet("generate -m " + drafter("targets/smallvocab_fp32") + " -d " +
-                                               drafter("exact_echo") + " -p hi"));
+  const auto wrong_target = run_command(
+      eaglet("generate -m " + drafter("targets/smallvocab_fp32") + " -d " + drafter("exact_echo") + " -p hi"));
   expect_clean_failure(wrong_target, 1, "vocab_size 384");
 }
 
@@ -307,16 +324,18 @@ TEST(CliExtract, WritesShardsAndResumes) {
   const auto r = run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "");
-  EXPECT_THAT(r.err, AllOf(HasSubstr("2 rows"), HasSubstr("2 shards (0 already there)"), HasSubstr("256 ids covering")));
-  for (const char* f : {"manifest.json", "shard-00000.safetensors", "shard-00001.safetensors", "draft_vocab.safetensors"})
+  EXPECT_THAT(r.err,
+              AllOf(HasSubstr("2 rows"), HasSubstr("2 shards (0 already there)"), HasSubstr("256 ids covering")));
+  for (const char* f :
+       {"manifest.json", "shard-00000.safetensors", "shard-00001.safetensors", "draft_vocab.safetensors"})
     EXPECT_TRUE(fs::exists(dir + "/out/" + f)) << f;
   const auto again = run_command(cmd);
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_THAT(again.err, HasSubstr("2 shards (2 already there)"));
   test::write_file(dir + "/bad.jsonl", "{\"prompt\": \"x\"}\n");
-  expect_clean_failure(run_command(eaglet("extract -q -m " + pycode() + " --data " + dir + "/bad.jsonl --out " + dir +
-                                          "/out2")),
-                       1, "bad.jsonl:1");
+  expect_clean_failure(
+      run_command(eaglet("extract -q -m " + pycode() + " --data " + dir + "/bad.jsonl --out " + dir + "/out2")), 1,
+      "bad.jsonl:1");
 }
 
 }  // namespace
@@ -330,17 +349,18 @@ namespace {
 TEST(CliConvertDraft, ConvertsBothWaysAndRefusesWhatSglangCannotCompute) {
   const std::string dir = test::temp_dir("cli_convert");
   const std::string target = tiny("llama_fp32"), drafters = test::fixtures_dir() + "/drafters/";
-  const auto a = run_command(eaglet("convert-draft -m " + target + " -d " + drafters + "specforge --format speculators --out " +
-                                    dir + "/spec"));
+  const auto a = run_command(eaglet("convert-draft -m " + target + " -d " + drafters +
+                                    "specforge --format speculators --out " + dir + "/spec"));
   ASSERT_EQ(a.exit_code, 0) << a.err;
-  const auto b = run_command(eaglet("convert-draft -m " + target + " -d " + dir + "/spec --format sglang --out " + dir + "/sgl"));
+  const auto b =
+      run_command(eaglet("convert-draft -m " + target + " -d " + dir + "/spec --format sglang --out " + dir + "/sgl"));
   ASSERT_EQ(b.exit_code, 0) << b.err;
   const auto plain = run_command(eaglet("generate -m " + target + " -p hi -n 12"));
   const auto spec = run_command(eaglet("generate -m " + target + " -d " + dir + "/sgl -p hi -n 12"));
   ASSERT_EQ(spec.exit_code, 0) << spec.err;
   EXPECT_EQ(spec.out, plain.out);
-  expect_clean_failure(run_command(eaglet("convert-draft -m " + target + " -d " + drafters + "speculators --format sglang --out " +
-                                          dir + "/no")),
+  expect_clean_failure(run_command(eaglet("convert-draft -m " + target + " -d " + drafters +
+                                          "speculators --format sglang --out " + dir + "/no")),
                        1, "norm_before_residual");
 }
 
@@ -355,10 +375,11 @@ namespace {
 TEST(BadInputCli, HostileValuesFailCleanly) {
   expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 4 --temp nan")), 1,
                        "temperature");
-  expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 4 --temp 1 --top-p nan")),
-                       1, "top_p");
+  expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 4 --temp 1 --top-p nan")), 1,
+                       "top_p");
   // A context whose KV cache could never be allocated, a directory given as a file, a tokenizer of another model.
-  expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 2000000000")), 1, "KV cache");
+  expect_clean_failure(run_command(eaglet("generate -m " + tiny("llama_fp32") + " -p hi -n 2000000000")), 1,
+                       "KV cache");
   expect_clean_failure(run_command(eaglet("perplexity -m " + tiny("llama_fp32") + " -f " + tiny("llama_fp32"))), 1,
                        "is a directory");
   // A device never ends (reading /dev/zero hung); a negative seed wrapped to 2^64 - 1.

@@ -49,7 +49,8 @@ const std::string kLoop = ": too many levels of symbolic links (a symlink loop)"
 const std::string kFifo = ": is a pipe (FIFO), not a regular file";
 
 // A copy of the tiny target whose `file` is replaced by what `make` puts at the path.
-std::string model_with(const std::string& name, const std::string& file, const std::function<void(const std::string&)>& make) {
+std::string model_with(const std::string& name, const std::string& file,
+                       const std::function<void(const std::string&)>& make) {
   const std::string dir = test::temp_dir(name);
   fs::copy(target(), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
   fs::remove(dir + "/" + file);
@@ -77,35 +78,32 @@ TEST(FsHostileCli, SymlinkLoopForAModelDrafterDataOrOutputFolder) {
   expect_error(eaglet("perplexity -m " + target() + " -f " + loop), {loop + ": cannot open" + kLoop});
   expect_error(eaglet("train-draft -m " + target() + " --data " + loop + " --out " + dir + "/t"), {loop + kLoop});
   expect_error(eaglet("quantize -m " + target() + " --to int8 --out " + loop), {loop + kLoop});
-  expect_error(eaglet("convert-draft -m " + target() + " -d " + drafter() + " --format sglang --out " + loop + "/c"), {loop + "/c" + kLoop});
+  expect_error(eaglet("convert-draft -m " + target() + " -d " + drafter() + " --format sglang --out " + loop + "/c"),
+               {loop + "/c" + kLoop});
   expect_error(eaglet("hidden -m " + target() + " -p x --out " + loop + "/h.safetensors"),
                {loop + "/h.safetensors: cannot write: " + loop + kLoop});
   EXPECT_TRUE(fs::is_symlink(loop));
 }
 
 TEST(FsHostileCli, ConfigOrTokenizerThatIsASymlinkToItself) {
-  const std::string config = model_with("fs_config_loop", "config.json", [](const std::string& p) {
-    fs::create_symlink("config.json", p);
-  });
+  const std::string config =
+      model_with("fs_config_loop", "config.json", [](const std::string& p) { fs::create_symlink("config.json", p); });
   expect_error(eaglet("generate -m " + config + " -p x -n 2"), {config + "/config.json" + kLoop});
-  const std::string tok = model_with("fs_tokenizer_loop", "tokenizer.json", [](const std::string& p) {
-    fs::create_symlink("tokenizer.json", p);
-  });
+  const std::string tok = model_with("fs_tokenizer_loop", "tokenizer.json",
+                                     [](const std::string& p) { fs::create_symlink("tokenizer.json", p); });
   expect_error(eaglet("tokenize -m " + tok + " -p x"), {tok + "/tokenizer.json" + kLoop});
   expect_error(eaglet("generate -m " + tok + " -p x -n 2"), {tok + "/tokenizer.json" + kLoop});
-  const std::string weights = model_with("fs_weights_loop", "model.safetensors", [](const std::string& p) {
-    fs::create_symlink("model.safetensors", p);
-  });
+  const std::string weights = model_with("fs_weights_loop", "model.safetensors",
+                                         [](const std::string& p) { fs::create_symlink("model.safetensors", p); });
   expect_error(eaglet("generate -m " + weights + " -p x -n 2"), {weights + "/model.safetensors" + kLoop});
 }
 
 // A FIFO nobody writes, wherever a file is read: refused at once, named, with its kind.
 TEST(FsHostileCli, FifoWhereAFileIsReadIsRefusedNotWaitedOn) {
-  for (const std::string file : {"config.json", "tokenizer.json", "model.safetensors", "generation_config.json",
-                                 "tokenizer_config.json"}) {
-    const std::string dir = model_with("fs_fifo_" + file, file, [](const std::string& p) {
-      ASSERT_EQ(mkfifo(p.c_str(), 0600), 0);
-    });
+  for (const std::string file :
+       {"config.json", "tokenizer.json", "model.safetensors", "generation_config.json", "tokenizer_config.json"}) {
+    const std::string dir =
+        model_with("fs_fifo_" + file, file, [](const std::string& p) { ASSERT_EQ(mkfifo(p.c_str(), 0600), 0); });
     expect_error(eaglet("generate -m " + dir + " -p x -n 2"), {dir + "/" + file + kFifo});
   }
   const std::string dir = test::temp_dir("fs_fifo_inputs");
@@ -143,9 +141,9 @@ TEST(FsHostileCli, OutputUnderARegularFile) {
                {file + "/h.safetensors: cannot write: " + file + " is a regular file, not a folder"});
   expect_error(eaglet("hidden -m " + target() + " -p x --out /etc/passwd/x"),
                {"/etc/passwd/x: cannot write: /etc/passwd is a regular file, not a folder"});
-  expect_error(eaglet("quantize -m " + target() + " --to int8 --out /etc/passwd/x"), {"/etc/passwd/x" + parent_is_file});
-  expect_error(eaglet("quantize -m " + target() + " --to int8 --out " + file),
-               {file + ": exists and is not a folder"});
+  expect_error(eaglet("quantize -m " + target() + " --to int8 --out /etc/passwd/x"),
+               {"/etc/passwd/x" + parent_is_file});
+  expect_error(eaglet("quantize -m " + target() + " --to int8 --out " + file), {file + ": exists and is not a folder"});
   EXPECT_EQ(test::read_file(file), "x");
 }
 
@@ -161,14 +159,15 @@ TEST(FsHostileCli, ReadOnlyOutputLocation) {
   } else {
     ro = test::temp_dir("fs_read_only") + "/ro";
     fs::create_directories(ro);
-    fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
-                            fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+    fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
     cannot_create_folder = ": cannot create the folder: permission denied";
     cannot_create_file = ": cannot write: permission denied";
   }
   const std::string q = ro + "/eaglet-fs-hostile-q", c = ro + "/eaglet-fs-hostile-c", h = ro + "/eaglet-fs-hostile.st";
   expect_error(eaglet("quantize -m " + target() + " --to int8 --out " + q), {q + cannot_create_folder});
-  expect_error(eaglet("convert-draft -m " + target() + " -d " + drafter() + " --format sglang --out " + c), {c + cannot_create_folder});
+  expect_error(eaglet("convert-draft -m " + target() + " -d " + drafter() + " --format sglang --out " + c),
+               {c + cannot_create_folder});
   expect_error(eaglet("hidden -m " + target() + " -p x --out " + h), {h + cannot_create_file});
   EXPECT_FALSE(fs::exists(q));
   EXPECT_FALSE(fs::exists(h));

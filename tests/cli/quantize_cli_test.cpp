@@ -17,8 +17,8 @@ namespace eaglet {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using test::run_command;
+using ::testing::HasSubstr;
 
 std::string tiny(const std::string& v) { return test::fixtures_dir() + "/tiny/" + v; }
 std::string eaglet(const std::string& args) { return test::eaglet_bin() + " " + args; }
@@ -68,8 +68,10 @@ TEST_P(QuantizeCli, WritesWhatTheOracleChecksAndEagletLoads) {
   const auto gen = run_command(eaglet("generate -m " + out + " -n 4 -p 'def f(x):'"));
   EXPECT_EQ(gen.exit_code, 0) << gen.err;
   // An untied lm_head is a projection too, kept dense (`ignore`); a tied one is the embedding.
-  const bool tied = test::read_file(tiny(c.variant) + "/config.json").find("\"tie_word_embeddings\": true") != std::string::npos;
-  EXPECT_THAT(gen.err, HasSubstr(tied ? "56 of 56 projection weights are quantized" : "56 of 57 projection weights are quantized"));
+  const bool tied =
+      test::read_file(tiny(c.variant) + "/config.json").find("\"tie_word_embeddings\": true") != std::string::npos;
+  EXPECT_THAT(gen.err, HasSubstr(tied ? "56 of 56 projection weights are quantized"
+                                      : "56 of 57 projection weights are quantized"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QuantizeCli,
@@ -104,8 +106,8 @@ TEST(QuantizeCli, EvalPrintsThePerplexityOfBothModelsAsThePerplexityCommandCompu
   for (int i = 0; i < 12; ++i)
     python += "def f" + std::to_string(i) + "(x, y):\n    return [x * " + std::to_string(i) + " + y for y in x]\n\n";
   test::write_file(text, python);
-  const auto r = run_command(eaglet("quantize -m " + tiny("llama_fp32") + " --to int4 --out " + out + " --eval " + text +
-                                    " --eval-ctx 64"));
+  const auto r = run_command(
+      eaglet("quantize -m " + tiny("llama_fp32") + " --to int4 --out " + out + " --eval " + text + " --eval-ctx 64"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto dense = run_command(eaglet("perplexity -m " + tiny("llama_fp32") + " -f " + text + " --ctx 64"));
   const auto quantized = run_command(eaglet("perplexity -m " + out + " -f " + text + " --ctx 64"));
@@ -143,7 +145,8 @@ TEST(QuantizeCli, BadInputExitsOneWithOneLineNamingIt) {
 }
 
 TEST(QuantizeCli, BadUsageExitsTwo) {
-  const std::string base = "quantize -m " + tiny("llama_fp32") + " --out " + test::temp_dir("quantize_cli_usage") + "/out";
+  const std::string base =
+      "quantize -m " + tiny("llama_fp32") + " --out " + test::temp_dir("quantize_cli_usage") + "/out";
   const auto int8_group = run_command(eaglet(base + " --to int8 --group 32"));
   EXPECT_EQ(int8_group.exit_code, 2);
   EXPECT_THAT(int8_group.err, HasSubstr("--group applies to --to int4 only"));

@@ -7,8 +7,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "io/json_util.h"
@@ -94,26 +94,26 @@ TEST_P(DrafterParity, ExtendAndStepMatchPyTorch) {
   KVCache cache = drafter->make_cache(S + 4);
   drafter->forward(cache, draft_ids, aux.data(), Eagle3Drafter::Input::TargetAux, positions, {}, true);
   cache.commit_all();
-  EXPECT_LE(max_diff(drafter->logits_row(0), logits.data(), static_cast<size_t>(S * Vd)), tol) << name << " " << isa_name(isa);
+  EXPECT_LE(max_diff(drafter->logits_row(0), logits.data(), static_cast<size_t>(S * Vd)), tol)
+      << name << " " << isa_name(isa);
   EXPECT_LE(max_diff(drafter->h_next_row(0), h_next.data(), static_cast<size_t>(S * H)), rounded ? 0.05f : tol) << name;
   // A later draft step reads the drafter's own output, never fc again.
   const std::vector<float> last_h(drafter->h_next_row(S - 1), drafter->h_next_row(S - 1) + H);
   const auto step_token = ints(ref, "step_token"), step_pos = ints(ref, "step_position");
   drafter->forward(cache, step_token, last_h.data(), Eagle3Drafter::Input::OwnHidden, step_pos, {}, true);
   EXPECT_LE(max_diff(drafter->logits_row(0), step_logits.data(), static_cast<size_t>(Vd)), tol) << name;
-  EXPECT_LE(max_diff(drafter->h_next_row(0), step_h_next.data(), static_cast<size_t>(H)), rounded ? 0.05f : tol) << name;
+  EXPECT_LE(max_diff(drafter->h_next_row(0), step_h_next.data(), static_cast<size_t>(H)), rounded ? 0.05f : tol)
+      << name;
   std::printf("[drafter] %s (%s): %s\n", name.c_str(), std::string(isa_name(isa)).c_str(), drafter->describe().c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, DrafterParity,
-                         ::testing::Combine(::testing::Values("eagle_official", "specforge", "speculators",
-                                                              "speculators_2layer", "vllm_bf16", "exact_echo",
-                                                              "exact_echo_eagle", "exact_echo_vllm",
-                                                              "exact_echo_2layer", "exact_smallvocab", "random_echo"),
-                                            ::testing::ValuesIn(test::all_isas())),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::string(isa_name(std::get<1>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, DrafterParity,
+    ::testing::Combine(::testing::Values("eagle_official", "specforge", "speculators", "speculators_2layer",
+                                         "vllm_bf16", "exact_echo", "exact_echo_eagle", "exact_echo_vllm",
+                                         "exact_echo_2layer", "exact_smallvocab", "random_echo"),
+                       ::testing::ValuesIn(test::all_isas())),
+    [](const auto& info) { return std::get<0>(info.param) + "_" + std::string(isa_name(std::get<1>(info.param))); });
 
 TEST(BadInputDrafter, EveryBrokenContractIsNamed) {
   const auto broken = read_json_file(drafters_dir() + "/broken/MANIFEST.json");
@@ -238,7 +238,8 @@ TEST(BadInputDrafter, AuxConventionChangesTheLayers) {
   auto as_input = Eagle3Drafter::load(drafters_dir() + "/specforge", *target, {.aux_convention = AuxConvention::Input});
   EXPECT_EQ(as_input->aux_layers(), (std::vector<int>{1, 3, 4}));
   // speculators_2layer's [1, 4, 7] read as outputs would need hidden state 8 = L: still valid; 7 + 1 for L = 8.
-  auto shifted = Eagle3Drafter::load(drafters_dir() + "/speculators_2layer", *target, {.aux_convention = AuxConvention::Output});
+  auto shifted =
+      Eagle3Drafter::load(drafters_dir() + "/speculators_2layer", *target, {.aux_convention = AuxConvention::Output});
   EXPECT_EQ(shifted->aux_layers(), (std::vector<int>{2, 5, 8}));
 }
 

@@ -23,7 +23,8 @@ std::string drafters() { return test::fixtures_dir() + "/drafters"; }
 
 // Logits and next hidden states of a first pass over target aux states and of one later step.
 std::vector<float> outputs(Eagle3Drafter& d, const Transformer& target, const std::vector<int32_t>& ids) {
-  const int64_t S = static_cast<int64_t>(ids.size()), W = static_cast<int64_t>(d.aux_layers().size()) * target.config().hidden_size;
+  const int64_t S = static_cast<int64_t>(ids.size()),
+                W = static_cast<int64_t>(d.aux_layers().size()) * target.config().hidden_size;
   std::vector<float> aux(static_cast<size_t>(S * W));
   for (size_t i = 0; i < aux.size(); ++i) aux[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
   std::vector<int32_t> positions(ids.size());
@@ -46,18 +47,19 @@ TEST(DrafterExport, BothLayoutsLoadBackAndComputeTheSame) {
   int exported = 0, refused = 0;
   for (const std::string name : {"eagle_official", "specforge", "speculators", "speculators_2layer", "vllm_bf16",
                                  "exact_echo", "exact_echo_eagle", "exact_smallvocab"}) {
-    auto target = Transformer::load(test::fixtures_dir() + "/" + manifest["drafters"][name]["target"].get<std::string>());
+    auto target =
+        Transformer::load(test::fixtures_dir() + "/" + manifest["drafters"][name]["target"].get<std::string>());
     auto source = Eagle3Drafter::load(drafters() + "/" + name, *target, {});
     const std::vector<int32_t> ids = {1, 5, 9, 14, 3, 7};
     const std::vector<float> want = outputs(*source, *target, ids);
     for (const char* format : {"sglang", "speculators"}) {
       const std::string out = test::temp_dir("export_" + name + "_" + format);
-      const std::string err = test::error_of([&] { export_drafter(*source, *target, parse_drafter_format(format), out); });
+      const std::string err =
+          test::error_of([&] { export_drafter(*source, *target, parse_drafter_format(format), out); });
       if (err != "(no error)") {
         ++refused;
         EXPECT_EQ(std::string(format), "sglang") << name << ": " << err;
-        EXPECT_THAT(err, AnyOf(HasSubstr("norm_before_residual"), HasSubstr("more than one decoder layer")))
-            << name;
+        EXPECT_THAT(err, AnyOf(HasSubstr("norm_before_residual"), HasSubstr("more than one decoder layer"))) << name;
         continue;
       }
       ++exported;
@@ -102,9 +104,12 @@ namespace {
 
 // --out naming the folder being read would overwrite memory-mapped weights midway: refused, the source intact.
 TEST(BadInputDrafterExport, TheSourceFoldersAreNotOverwritten) {
-  const std::string target_dir = test::temp_dir("export_same_target"), drafter_dir = test::temp_dir("export_same_drafter");
-  std::filesystem::copy(test::fixtures_dir() + "/tiny/llama_fp32", target_dir, std::filesystem::copy_options::recursive);
-  std::filesystem::copy(test::fixtures_dir() + "/drafters/specforge", drafter_dir, std::filesystem::copy_options::recursive);
+  const std::string target_dir = test::temp_dir("export_same_target"),
+                    drafter_dir = test::temp_dir("export_same_drafter");
+  std::filesystem::copy(test::fixtures_dir() + "/tiny/llama_fp32", target_dir,
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test::fixtures_dir() + "/drafters/specforge", drafter_dir,
+                        std::filesystem::copy_options::recursive);
   const std::string weights = test::read_file(drafter_dir + "/model.safetensors");
   auto target = Transformer::load(target_dir);
   auto drafter = Eagle3Drafter::load(drafter_dir, *target, {});

@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,10 +29,10 @@ namespace eaglet {
 namespace {
 
 namespace fs = std::filesystem;
+using test::error_of;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using test::error_of;
 
 std::vector<std::string> listing(const std::string& dir) {
   std::vector<std::string> names;
@@ -138,7 +138,8 @@ TEST(Files, ReadOnlyPlaces) {
   const std::string ro = test::temp_dir("files_read_only") + "/ro";
   fs::create_directories(ro);
   fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
-  EXPECT_THAT(error_of([&] { create_output_dir(ro); }), HasSubstr(ro + ": cannot write in the folder: permission denied"));
+  EXPECT_THAT(error_of([&] { create_output_dir(ro); }),
+              HasSubstr(ro + ": cannot write in the folder: permission denied"));
   EXPECT_THAT(error_of([&] { create_output_dir(ro + "/x"); }),
               HasSubstr(ro + "/x: cannot create the folder: permission denied"));
   EXPECT_THAT(error_of([&] { write_file_atomic(ro + "/x.json", "{}"); }),
@@ -229,9 +230,10 @@ TEST(Files, AFullDiskLeavesNothingUnderTheFinalName) {
   // The safetensors writer, tensor by tensor; and a copy.
   const std::string st = dir + "/model.safetensors";
   std::vector<float> weights(32 * 1024, 1.0f);
-  EXPECT_THAT(write_with_file_size_limit(16 * 1024, [&] {
-                write_safetensors(st, {{"w", DType::F32, {32, 1024}, weights.data()}});
-              }),
+  EXPECT_THAT(write_with_file_size_limit(16 * 1024,
+                                         [&] {
+                                           write_safetensors(st, {{"w", DType::F32, {32, 1024}, weights.data()}});
+                                         }),
               HasSubstr(st + ": write failed: file too large"));
   EXPECT_FALSE(fs::exists(st));
   test::write_file(dir + "/big", big);

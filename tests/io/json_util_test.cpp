@@ -54,7 +54,8 @@ TEST(JsonUtil, NulBytesAreNotValidJson) {
 TEST(JsonUtil, APipeIsRefusedNotWaitedOn) {
   const std::string fifo = test::temp_dir("json_fifo") + "/config.json";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_THAT(test::error_of([&] { read_json_file(fifo); }), HasSubstr(fifo + ": is a pipe (FIFO), not a regular file"));
+  EXPECT_THAT(test::error_of([&] { read_json_file(fifo); }),
+              HasSubstr(fifo + ": is a pipe (FIFO), not a regular file"));
 }
 
 }  // namespace

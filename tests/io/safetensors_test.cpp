@@ -14,11 +14,11 @@
 namespace eaglet {
 namespace {
 
-using ::testing::AllOf;
-using ::testing::HasSubstr;
 using test::read_file;
 using test::temp_dir;
 using test::write_file;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
 
 std::string make_file(const std::string& dir, const std::string& name = "model.safetensors") {
   static const float a[6] = {1, 2, 3, 4, 5, 6};
@@ -81,8 +81,9 @@ TEST(Safetensors, OpensShardedCheckpointThroughIndex) {
   static const float x[2] = {1, 2}, y[3] = {3, 4, 5};
   write_safetensors(dir + "/part-1.safetensors", {{"x", DType::F32, {2}, x}});
   write_safetensors(dir + "/part-2.safetensors", {{"y", DType::F32, {3}, y}});
-  write_file(dir + "/model.safetensors.index.json",
-             R"({"metadata": {"total_size": 20}, "weight_map": {"x": "part-1.safetensors", "y": "part-2.safetensors"}})");
+  write_file(
+      dir + "/model.safetensors.index.json",
+      R"({"metadata": {"total_size": 20}, "weight_map": {"x": "part-1.safetensors", "y": "part-2.safetensors"}})");
   Checkpoint c = Checkpoint::open_dir(dir);
   ASSERT_NE(c.find("x"), nullptr);
   ASSERT_NE(c.find("y"), nullptr);
@@ -94,7 +95,8 @@ TEST(BadInputSafetensors, IndexPointingAtWrongShard) {
   const auto dir = temp_dir("st_bad_index");
   static const float x[2] = {1, 2};
   write_safetensors(dir + "/part-1.safetensors", {{"x", DType::F32, {2}, x}});
-  write_file(dir + "/model.safetensors.index.json", R"({"weight_map": {"x": "part-1.safetensors", "z": "part-1.safetensors"}})");
+  write_file(dir + "/model.safetensors.index.json",
+             R"({"weight_map": {"x": "part-1.safetensors", "z": "part-1.safetensors"}})");
   EXPECT_THAT(error_of([&] { Checkpoint::open_dir(dir); }),
               AllOf(HasSubstr("model.safetensors.index.json"), HasSubstr("'z'"), HasSubstr("part-1.safetensors")));
   write_file(dir + "/model.safetensors.index.json", R"({"weight_map": {}})");
@@ -158,13 +160,17 @@ TEST(BadInputSafetensors, HeaderLies) {
 TEST(BadInputSafetensors, DuplicatesGapsAndShiftedData) {
   const auto dir = temp_dir("st_exact");
   auto path = make_file(dir);
-  replace_header(path, R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, "a": {"dtype": "F32", "shape": [2], "data_offsets": [24, 32]}})");
+  replace_header(
+      path,
+      R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}, "a": {"dtype": "F32", "shape": [2], "data_offsets": [24, 32]}})");
   EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }), AllOf(HasSubstr(path), HasSubstr("'a' appears twice")));
   path = make_file(dir);
   replace_header(path, R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})");  // 24 of 48 bytes
   EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }), AllOf(HasSubstr("cover 24 bytes"), HasSubstr("48-byte")));
   path = make_file(dir);
-  replace_header(path, R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [8, 32]}, "c": {"dtype": "I64", "shape": [2], "data_offsets": [32, 48]}})");
+  replace_header(
+      path,
+      R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [8, 32]}, "c": {"dtype": "I64", "shape": [2], "data_offsets": [32, 48]}})");
   EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }), HasSubstr("starts at byte 8"));
   // The header length shortened by 8: still valid JSON (padding), but the data would start 8 bytes early.
   path = make_file(dir);
@@ -185,9 +191,9 @@ TEST(BadInputSafetensors, DuplicatesGapsAndShiftedData) {
   with_nul[len] = '\0';
   std::memcpy(out.data(), &new_len, 8);
   write_file(path, out + with_nul + bytes.substr(8 + len));
-  EXPECT_THAT(error_of([&] { SafetensorsFile::open(path); }),
-              AllOf(HasSubstr(path + ": header: not valid JSON"),
-                    HasSubstr("NUL byte at offset " + std::to_string(len))));
+  EXPECT_THAT(
+      error_of([&] { SafetensorsFile::open(path); }),
+      AllOf(HasSubstr(path + ": header: not valid JSON"), HasSubstr("NUL byte at offset " + std::to_string(len))));
 }
 
 TEST(BadInputSafetensors, StrictAccountingNamesEveryProblem) {
@@ -200,8 +206,8 @@ TEST(BadInputSafetensors, StrictAccountingNamesEveryProblem) {
     EXPECT_EQ(take.take("missing.weight", {4}), nullptr);
     EXPECT_EQ(take.take("b", {2, 2}), nullptr);  // wrong shape
     const std::string msg = error_of([&] { take.finish(); });
-    EXPECT_THAT(msg, AllOf(HasSubstr("model.safetensors"), HasSubstr("missing.weight"), HasSubstr("'b' has shape [4], expected [2, 2]"),
-                           HasSubstr("does not use: c")));
+    EXPECT_THAT(msg, AllOf(HasSubstr("model.safetensors"), HasSubstr("missing.weight"),
+                           HasSubstr("'b' has shape [4], expected [2, 2]"), HasSubstr("does not use: c")));
   }
   {
     TensorConsumer take(ckpt, "test model");

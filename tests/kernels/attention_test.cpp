@@ -21,8 +21,13 @@ struct Cache {
   std::vector<int64_t> positions;
 
   Cache(int64_t h, int64_t dk, int64_t dv, int64_t cap, std::mt19937& rng)
-      : kv_heads(h), key_dim(dk), value_dim(dv), capacity(cap), keys_t(static_cast<size_t>(h * dk * cap)),
-        values_t(static_cast<size_t>(h * dv * cap)), positions(static_cast<size_t>(cap)) {
+      : kv_heads(h),
+        key_dim(dk),
+        value_dim(dv),
+        capacity(cap),
+        keys_t(static_cast<size_t>(h * dk * cap)),
+        values_t(static_cast<size_t>(h * dv * cap)),
+        positions(static_cast<size_t>(cap)) {
     std::normal_distribution<float> n(0.0f, 1.0f);
     for (float& x : keys_t) x = n(rng);
     for (float& x : values_t) x = n(rng);
@@ -81,7 +86,8 @@ TEST_P(AttentionKernel, MatchesTheDefinition) {
       mask.assign(static_cast<size_t>(c.M * (past + c.M)), 0);
       for (int64_t i = 0; i < c.M; ++i) {
         for (int64_t j = 0; j < past; ++j) mask[static_cast<size_t>(i * (past + c.M) + j)] = j % 4 != 1;
-        for (int64_t j = i; j >= 0; j = j == 0 ? -1 : (j - 1) / 2) mask[static_cast<size_t>(i * (past + c.M) + past + j)] = 1;
+        for (int64_t j = i; j >= 0; j = j == 0 ? -1 : (j - 1) / 2)
+          mask[static_cast<size_t>(i * (past + c.M) + past + j)] = 1;
       }
     }
     for (int64_t i = 0; i < c.M; ++i) positions[static_cast<size_t>(i)] = static_cast<int32_t>(c.committed + i);
@@ -107,10 +113,12 @@ TEST_P(AttentionKernel, OutputDependsOnlyOnTheVisibleSequence) {
   const std::vector<int> parent = {-1, 0, 0, 1, 2, 4};  // node 5's path: 0, 2, 4, 5
   std::vector<uint8_t> mask(static_cast<size_t>(M * M), 0);
   for (int64_t i = 0; i < M; ++i)
-    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) mask[static_cast<size_t>(i * M + j)] = 1;
+    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)])
+      mask[static_cast<size_t>(i * M + j)] = 1;
   const auto q = random_queries(M, heads, D, rng);
   std::vector<int32_t> positions(static_cast<size_t>(M));
-  for (int64_t i = 0; i < M; ++i) positions[static_cast<size_t>(i)] = static_cast<int32_t>(tree_cache.positions[static_cast<size_t>(committed + i)]);
+  for (int64_t i = 0; i < M; ++i)
+    positions[static_cast<size_t>(i)] = static_cast<int32_t>(tree_cache.positions[static_cast<size_t>(committed + i)]);
   std::vector<float> tree_out(static_cast<size_t>(M * heads * D));
   AttentionScratch scratch;
   attention(tree_out.data(), q.data(), M, {heads, kv_heads, 0, 0.0f}, tree_cache.view(committed), positions, {mask, 0},
@@ -122,7 +130,8 @@ TEST_P(AttentionKernel, OutputDependsOnlyOnTheVisibleSequence) {
     const int64_t L = static_cast<int64_t>(path.size());
     Cache plain(kv_heads, D, D, committed + L, rng);
     for (int64_t i = 0; i < committed; ++i) plain.copy_slot(tree_cache, i, i);
-    for (int64_t i = 0; i < L; ++i) plain.copy_slot(tree_cache, committed + path[static_cast<size_t>(i)], committed + i);
+    for (int64_t i = 0; i < L; ++i)
+      plain.copy_slot(tree_cache, committed + path[static_cast<size_t>(i)], committed + i);
     // The path's last token decoded alone after the rest of the path was committed.
     std::vector<float> out(static_cast<size_t>(heads * D));
     const int32_t pos = positions[static_cast<size_t>(node)];

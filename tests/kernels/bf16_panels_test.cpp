@@ -56,7 +56,8 @@ TEST(Bf16PanelLayout, LinesHoldColumnPairsOfSixteenRows) {
         for (int64_t c = 0; c < 2; ++c) {
           const int64_t n = 16 * p + r, k = 2 * k2 + c;
           const uint16_t want = n < N && k < K ? w[static_cast<size_t>(n * ld + k)] : 0;
-          ASSERT_EQ(out[static_cast<size_t>(p * panel_elements(K) + k2 * 32 + 2 * r + c)], want) << "row " << n << " column " << k;
+          ASSERT_EQ(out[static_cast<size_t>(p * panel_elements(K) + k2 * 32 + 2 * r + c)], want)
+              << "row " << n << " column " << k;
         }
 }
 

@@ -68,7 +68,7 @@ TEST_P(Fp8Matmul, EveryCodeReadsAsItsValue) {
     const uint8_t c = w.codes[static_cast<size_t>(r * 32 + 5)];
     ASSERT_EQ(y[static_cast<size_t>(r)], f8e4m3_to_f32(c) * (r < 128 ? 2.0f : 0.5f)) << "code 0x" << std::hex << int(c);
   }
-  EXPECT_EQ(f8e4m3_to_f32(0x7e), 448.0f);  // the largest E4M3 value
+  EXPECT_EQ(f8e4m3_to_f32(0x7e), 448.0f);                // the largest E4M3 value
   EXPECT_EQ(f8e4m3_to_f32(0x01), std::ldexp(1.0f, -9));  // the smallest subnormal
   EXPECT_TRUE(std::isnan(f8e4m3_to_f32(0x7f)));
 }

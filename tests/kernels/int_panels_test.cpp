@@ -49,13 +49,15 @@ TEST(IntPanelLayout, Int8LinesHoldFourColumnsOfSixteenRows) {
       EXPECT_EQ(scale, n < N ? scales[static_cast<size_t>(n)] : 0.0f) << "row " << n;
       for (int64_t k = 0; k < 64; ++k) {
         const uint8_t want = n < N && k < K ? static_cast<uint8_t>(codes[static_cast<size_t>(n * K + k)] + 128) : 128;
-        ASSERT_EQ(out[static_cast<size_t>(64 * (panel_line + 1 + k / 4) + 4 * r + k % 4)], want) << "row " << n << " column " << k;
+        ASSERT_EQ(out[static_cast<size_t>(64 * (panel_line + 1 + k / 4) + 4 * r + k % 4)], want)
+            << "row " << n << " column " << k;
       }
     }
 }
 
 // Int4Group with 16-bit scales: records of one scale line (2 groups: group s at byte 32·s) and the code lines of
-// those groups; 3 groups of 32 make a second record with one group. Byte j of a lane: column 8u + j low, 8u + 4 + j high.
+// those groups; 3 groups of 32 make a second record with one group. Byte j of a lane: column 8u + j low, 8u + 4 + j
+// high.
 TEST(IntPanelLayout, Int4RecordsInterleaveScaleLinesAndCodeLines) {
   std::mt19937 rng(4);
   const int64_t N = 16, K = 96, G = 32;
@@ -82,10 +84,12 @@ TEST(IntPanelLayout, Int4RecordsInterleaveScaleLinesAndCodeLines) {
       EXPECT_EQ(scale, scales[static_cast<size_t>(r * 3 + g)]) << "row " << r << " group " << g;
       for (int64_t u = 0; u < 4; ++u) {
         const int64_t word = (g * 32 + u * 8) / 8;
-        const uint32_t stored = words[static_cast<size_t>(r * (K / 8) + word)], got = lane_word(out, first_code_line[g] + u, r);
+        const uint32_t stored = words[static_cast<size_t>(r * (K / 8) + word)],
+                       got = lane_word(out, first_code_line[g] + u, r);
         for (int j = 0; j < 4; ++j) {
           EXPECT_EQ((got >> (8 * j)) & 0xf, (stored >> (4 * j)) & 0xf) << "row " << r << " column " << 8 * word + j;
-          EXPECT_EQ((got >> (8 * j + 4)) & 0xf, (stored >> (4 * (j + 4))) & 0xf) << "row " << r << " column " << 8 * word + 4 + j;
+          EXPECT_EQ((got >> (8 * j + 4)) & 0xf, (stored >> (4 * (j + 4))) & 0xf)
+              << "row " << r << " column " << 8 * word + 4 + j;
         }
       }
     }
@@ -127,7 +131,8 @@ TEST(IntPanelLayout, PackingOverThreadsGivesTheSameBytes) {
   for (int32_t& v : words) v = static_cast<int32_t>(rng());
   for (uint16_t& v : bf16) v = static_cast<uint16_t>(rng());
   for (uint16_t& v : scales) v = f32_to_bf16(0.01f * static_cast<float>(rng() % 100));
-  WeightMatrix int8{codes.data(), DType::I8, N, K}, int4{words.data(), DType::I32, N, K}, dense{bf16.data(), DType::BF16, N, K};
+  WeightMatrix int8{codes.data(), DType::I8, N, K}, int4{words.data(), DType::I32, N, K},
+      dense{bf16.data(), DType::BF16, N, K};
   int8.format = WeightFormat::Int8Channel;
   int8.scales = scales.data();
   int8.scale_dtype = DType::BF16;
@@ -148,7 +153,9 @@ TEST(IntPanelLayout, PackingOverThreadsGivesTheSameBytes) {
       serial.resize(static_cast<size_t>(panel_count(N) * panel_elements(K)) * 2);
       pack_panels(*w, reinterpret_cast<uint16_t*>(serial.data()));
     }
-    EXPECT_EQ(std::memcmp(w->panels, serial.data(), serial.size()), 0) << (w == &dense ? "bf16" : w == &int8 ? "int8" : "int4");
+    EXPECT_EQ(std::memcmp(w->panels, serial.data(), serial.size()), 0) << (w == &dense  ? "bf16"
+                                                                           : w == &int8 ? "int8"
+                                                                                        : "int4");
   }
   EXPECT_NE(int8.panels, nullptr);
 }

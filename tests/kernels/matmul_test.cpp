@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "isa_test.h"
-#include "kernels/panel_store.h"
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
+#include "kernels/panel_store.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -129,7 +129,8 @@ TEST_P(MatmulTest, RowResultIndependentOfBatchSizePositionAndThreads) {
           matmul(y.data(), shuffled ? permuted.data() : x.data(), M, m, *pool);
           for (int64_t r = 0; r < M; ++r) {
             const int64_t source = shuffled ? order[static_cast<size_t>(r)] : r;
-            ASSERT_EQ(0, std::memcmp(y.data() + r * N, alone.data() + source * N, static_cast<size_t>(N) * sizeof(float)))
+            ASSERT_EQ(0,
+                      std::memcmp(y.data() + r * N, alone.data() + source * N, static_cast<size_t>(N) * sizeof(float)))
                 << "M=" << M << " row " << r << " (input row " << source << "), " << pool->size() << " thread(s)"
                 << layout_name(m);
           }
@@ -185,10 +186,12 @@ TEST_P(MatmulTest, GroupAndStridedRowsMatchSeparateMatmuls) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (float& v : x) v = dist(rng);
   // q/k/v-like outputs of different heights in one pass, each equal to its own matmul.
-  Weights a = random_weights(dtype, 40, K, rng), b = random_weights(dtype, 7, K, rng), c = random_weights(dtype, 33, K, rng);
+  Weights a = random_weights(dtype, 40, K, rng), b = random_weights(dtype, 7, K, rng),
+          c = random_weights(dtype, 33, K, rng);
   std::vector<float> ya(40 * M), yb(7 * M), yc(33 * M), want(40 * M);
-  matmul_group({{ya.data(), a.matrix(dtype, 40, K)}, {yb.data(), b.matrix(dtype, 7, K)}, {yc.data(), c.matrix(dtype, 33, K)}},
-               x.data(), M, pool);
+  matmul_group(
+      {{ya.data(), a.matrix(dtype, 40, K)}, {yb.data(), b.matrix(dtype, 7, K)}, {yc.data(), c.matrix(dtype, 33, K)}},
+      x.data(), M, pool);
   for (auto [got, w, n] : {std::tuple{&ya, &a, int64_t{40}}, {&yb, &b, int64_t{7}}, {&yc, &c, int64_t{33}}}) {
     std::vector<float> single(static_cast<size_t>(n * M));
     matmul(single.data(), x.data(), M, w->matrix(dtype, n, K), pool);
@@ -196,7 +199,7 @@ TEST_P(MatmulTest, GroupAndStridedRowsMatchSeparateMatmuls) {
   }
   // A matrix whose rows are `stride` elements apart (the KV cache's transposed values) reads only `cols` of each.
   if (dtype == DType::F32) {
-    WeightMatrix wide = a.matrix(dtype, 10, 2 * K);  // rows of 2K elements...
+    WeightMatrix wide = a.matrix(dtype, 10, 2 * K);        // rows of 2K elements...
     WeightMatrix strided{wide.data, dtype, 10, K, 2 * K};  // ...of which the first K are used
     std::vector<float> got(10 * M), ref(10 * M);
     matmul_serial(got.data(), x.data(), M, strided);
@@ -231,8 +234,10 @@ TEST_P(MatmulTest, RowsOfChosenItemsMatchMatmul) {
             for (int64_t n = 0; n < N; ++n) {
               const size_t i = static_cast<size_t>(r * N + n);
               const bool chosen = n / item_rows == 0 || n / item_rows == last;
-              if (chosen) ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0) << "M=" << M << " row " << n << layout_name(m);
-              else ASSERT_TRUE(std::isnan(got[i])) << "row " << n << " written";
+              if (chosen)
+                ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0) << "M=" << M << " row " << n << layout_name(m);
+              else
+                ASSERT_TRUE(std::isnan(got[i])) << "row " << n << " written";
             }
         }
       }
@@ -258,7 +263,8 @@ TEST_P(GemmNN, MatchesReference) {
     std::vector<float> got(static_cast<size_t>(M * N)), want(static_cast<size_t>(M * N));
     gemm_nn_serial(got.data(), x.data(), M, b.data(), K, N, ldb);
     gemm_nn_reference(want.data(), x.data(), M, b.data(), K, N, ldb);
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f * std::sqrt(static_cast<float>(K))) << isa_name(isa);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 1e-4f * std::sqrt(static_cast<float>(K))) << isa_name(isa);
   }
 }
 
@@ -278,7 +284,8 @@ TEST_P(Softmax, MatchesReference) {
     softmax_reference(b.data(), n);
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) {
-      ASSERT_NEAR(a[static_cast<size_t>(i)], b[static_cast<size_t>(i)], 1e-6f * (1.0f + b[static_cast<size_t>(i)])) << n;
+      ASSERT_NEAR(a[static_cast<size_t>(i)], b[static_cast<size_t>(i)], 1e-6f * (1.0f + b[static_cast<size_t>(i)]))
+          << n;
       sum += a[static_cast<size_t>(i)];
     }
     EXPECT_NEAR(sum, 1.0, 1e-5);

@@ -3,13 +3,13 @@
 // vectorized activation quantization against the plain one.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <vector>
 
 #include "isa_test.h"
@@ -212,7 +212,8 @@ class VnniMatmul : public ::testing::TestWithParam<Case> {
   }
   PanelStore store_;
   std::vector<std::pair<int64_t, int64_t>> shapes() const {  // N, K; int4 widths are multiples of the group
-    if (GetParam().format == WeightFormat::Int8Channel) return {{1, 16}, {7, 33}, {33, 64}, {37, 100}, {50, 257}, {70, 1000}};
+    if (GetParam().format == WeightFormat::Int8Channel)
+      return {{1, 16}, {7, 33}, {33, 64}, {37, 100}, {50, 257}, {70, 1000}};
     const int64_t g = GetParam().group;
     return {{1, g}, {7, 2 * g}, {33, 3 * g}, {50, 5 * g}, {70, 640}};
   }
@@ -255,8 +256,8 @@ TEST_P(VnniMatmul, MatchesPortableAndFp32Meaning) {
           // Both kernels sum the same exact block terms in the same order; they differ only in rounding (portable:
           // xs·ws, ·dot, +; VNNI: xs·ws, then one fma), each within (blocks + 2) ulp-sized steps of Σ|terms|.
           const double bound_int = 2.0 * (blocks + 2) * FLT_EPSILON * magnitude(q, w, wrow, m, n) + 1e-30;
-          ASSERT_LE(std::fabs(got[i] - portable[i]), bound_int) << "M=" << M << " N=" << N << " K=" << K << " m=" << m
-                                                                << " n=" << n;
+          ASSERT_LE(std::fabs(got[i] - portable[i]), bound_int)
+              << "M=" << M << " N=" << N << " K=" << K << " m=" << m << " n=" << n;
           // Against x · Wᵀ in fp32: each activation is off by at most half its block's step (xs / 2), plus the
           // reference's own fp32 sum over K terms.
           double quant = 0, mag = 0;
@@ -365,7 +366,8 @@ TEST_P(VnniMatmul, DispatchFollowsActiveIsa) {
     const std::vector<float>& want = isa == Isa::Avx512 || isa == Isa::Avx512Bf16 ? vnni : portable;
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << isa_name(isa);
     matmul(got.data(), x.data(), 5, rows_only, pool);
-    EXPECT_EQ(0, std::memcmp(got.data(), portable.data(), got.size() * sizeof(float))) << isa_name(isa) << ", no panels";
+    EXPECT_EQ(0, std::memcmp(got.data(), portable.data(), got.size() * sizeof(float)))
+        << isa_name(isa) << ", no panels";
   }
   set_active_isa(Isa::Avx512Bf16);
 }
@@ -382,17 +384,14 @@ TEST_P(VnniMatmul, EmptyBatchWritesNothing) {
   EXPECT_EQ(y, 7.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, VnniMatmul,
-                         ::testing::Values(Case{WeightFormat::Int8Channel, 0, DType::F32},
-                                           Case{WeightFormat::Int8Channel, 0, DType::BF16},
-                                           Case{WeightFormat::Int8Channel, 0, DType::F16},
-                                           Case{WeightFormat::Int4Group, 32, DType::BF16},
-                                           Case{WeightFormat::Int4Group, 32, DType::F16},
-                                           Case{WeightFormat::Int4Group, 32, DType::F32},
-                                           Case{WeightFormat::Int4Group, 64, DType::BF16},
-                                           Case{WeightFormat::Int4Group, 160, DType::BF16},
-                                           Case{WeightFormat::Int4Group, 128, DType::F32}),
-                         [](const auto& info) { return case_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(
+    Formats, VnniMatmul,
+    ::testing::Values(Case{WeightFormat::Int8Channel, 0, DType::F32}, Case{WeightFormat::Int8Channel, 0, DType::BF16},
+                      Case{WeightFormat::Int8Channel, 0, DType::F16}, Case{WeightFormat::Int4Group, 32, DType::BF16},
+                      Case{WeightFormat::Int4Group, 32, DType::F16}, Case{WeightFormat::Int4Group, 32, DType::F32},
+                      Case{WeightFormat::Int4Group, 64, DType::BF16}, Case{WeightFormat::Int4Group, 160, DType::BF16},
+                      Case{WeightFormat::Int4Group, 128, DType::F32}),
+    [](const auto& info) { return case_name(info.param); });
 
 // NaN or inf in an activation row makes that row NaN, as with fp32 weights; the other rows are untouched.
 TEST_F(QuantizedMatmul, NonFiniteActivationsGiveNan) {
@@ -438,7 +437,8 @@ TEST_F(QuantizedMatmul, VectorQuantizeIsBitIdentical) {
     x[static_cast<size_t>(5 * K + K - 1)] = std::numeric_limits<float>::denorm_min();
     x[static_cast<size_t>(6 * K)] = FLT_MAX;
     std::fill_n(x.begin() + 7 * K, std::min<int64_t>(K, 32), 0.0f);  // a block of tiny values: 127 / absmax is inf
-    x[static_cast<size_t>(7 * K)] = 1e-38f, x[static_cast<size_t>(7 * K + K / 3)] = -2 * std::numeric_limits<float>::denorm_min();
+    x[static_cast<size_t>(7 * K)] = 1e-38f,
+                              x[static_cast<size_t>(7 * K + K / 3)] = -2 * std::numeric_limits<float>::denorm_min();
     QuantizedActivations plain, vector;
     ASSERT_TRUE(test::activate_isa(Isa::Avx2) || test::activate_isa(Isa::Scalar));
     plain.quantize(x.data(), K, M, K);

@@ -55,9 +55,10 @@ TEST_P(ScreenedArgmaxTest, MatchesTheArgmaxOfMatmul) {
     const int64_t favourite = static_cast<int64_t>(rng() % N);
     for (int64_t m = 0; m < M; ++m)
       for (int64_t k = 0; k < K; ++k)
-        x[static_cast<size_t>(m * K + k)] =
-            (trial % 2 ? 8.0f : 2.0f) * bf16_to_f32(bits[static_cast<size_t>(favourite * K + k)]) * std::sqrt(static_cast<float>(K)) +
-            dist(rng);
+        x[static_cast<size_t>(m * K + k)] = (trial % 2 ? 8.0f : 2.0f) *
+                                                bf16_to_f32(bits[static_cast<size_t>(favourite * K + k)]) *
+                                                std::sqrt(static_cast<float>(K)) +
+                                            dist(rng);
     std::vector<int32_t> got(static_cast<size_t>(M), -1);
     if (!screen.argmax(x.data(), M, got.data(), pool)) continue;
     ++screened;
@@ -84,7 +85,8 @@ TEST_P(ScreenedArgmaxTest, TiesGoToTheLowestRow) {
   WeightMatrix w{bits.data(), DType::BF16, N, K};
   ScreenedArgmax screen(w, pool);
   std::vector<float> x(static_cast<size_t>(K));
-  for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(k)] = 10.0f * bf16_to_f32(bits[static_cast<size_t>(300 * K + k)]);
+  for (int64_t k = 0; k < K; ++k)
+    x[static_cast<size_t>(k)] = 10.0f * bf16_to_f32(bits[static_cast<size_t>(300 * K + k)]);
   int32_t got = -1;
   ASSERT_TRUE(screen.argmax(x.data(), 1, &got, pool));
   EXPECT_EQ(got, 130);

@@ -148,8 +148,8 @@ class BatchingBitwise : public test::IsaTest {};
 // model, every kernel path). Speculative greedy output is then identical to plain greedy output by construction.
 TEST_P(BatchingBitwise, VerifyBatchEqualsTokenByTokenExactly) {
   auto model = Transformer::load(test::shared_dir() + "/models/pycode-llama-19m");
-  const std::vector<int32_t> ids = {1, 466, 6992, 7638, 7646, 310, 13, 260, 325, 589, 259, 7687, 7616, 13, 466, 310,
-                                    7616, 13, 260, 325};
+  const std::vector<int32_t> ids = {1,   466,  6992, 7638, 7646, 310, 13,   260, 325, 589,
+                                    259, 7687, 7616, 13,   466,  310, 7616, 13,  260, 325};
   test::expect_chain_equals_token_by_token(*model, ids, 6, std::string(isa_name(GetParam())));
 }
 
@@ -196,7 +196,8 @@ TEST_P(BatchingBitwise, MultiSequenceForwardEqualsEachSequenceAloneExactly) {
   for (int64_t i = 0; i < N; ++i) {
     if (i > 0) depth[static_cast<size_t>(i)] = depth[static_cast<size_t>(parent[static_cast<size_t>(i)])] + 1;
     seqs[0].positions.push_back(static_cast<int32_t>(seqs[0].context.size()) + depth[static_cast<size_t>(i)]);
-    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) seqs[0].mask[static_cast<size_t>(i * N + j)] = 1;
+    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)])
+      seqs[0].mask[static_cast<size_t>(i * N + j)] = 1;
   }
   seqs[1].tokens = {589, 259, 7687, 13};
   seqs[2].tokens = {260};
@@ -213,7 +214,8 @@ TEST_P(BatchingBitwise, MultiSequenceForwardEqualsEachSequenceAloneExactly) {
   }
   std::vector<SequenceBatch> batch;
   for (Seq& s : seqs)
-    batch.push_back({&s.together, {.tokens = s.tokens, .positions = s.positions, .mask = s.mask, .all_logits = s.all_logits}});
+    batch.push_back(
+        {&s.together, {.tokens = s.tokens, .positions = s.positions, .mask = s.mask, .all_logits = s.all_logits}});
   model->forward(batch);
   const Isa isa = GetParam();
   ASSERT_EQ(model->logits_rows(), N + 4 + 1);
@@ -222,7 +224,8 @@ TEST_P(BatchingBitwise, MultiSequenceForwardEqualsEachSequenceAloneExactly) {
     ASSERT_EQ(static_cast<int64_t>(logits[s].size()), rows * V);
     const float* got = model->logits_row(model->first_logits_row(s));
     for (int64_t i = 0; i < rows * V; ++i)
-      ASSERT_EQ(got[i], logits[s][static_cast<size_t>(i)]) << "sequence " << s << " entry " << i << " " << isa_name(isa);
+      ASSERT_EQ(got[i], logits[s][static_cast<size_t>(i)])
+          << "sequence " << s << " entry " << i << " " << isa_name(isa);
     const float* got_aux = model->aux_hidden().data() + model->first_row(s) * W;
     for (size_t i = 0; i < aux[s].size(); ++i)
       ASSERT_EQ(got_aux[i], aux[s][i]) << "sequence " << s << " aux " << i << " " << isa_name(isa);

@@ -61,44 +61,53 @@ TEST(Config, AbsentKeysTakeTheHuggingFaceDefaults) {
       for (const auto& k : keys) j.erase(k);
     };
   };
-  const auto llama = ModelConfig::load(edited_model("hf_llama", strip({"rms_norm_eps", "rope_theta", "rope_scaling",
-                                                                         "num_key_value_heads", "head_dim"})));
+  const auto llama = ModelConfig::load(edited_model(
+      "hf_llama", strip({"rms_norm_eps", "rope_theta", "rope_scaling", "num_key_value_heads", "head_dim"})));
   EXPECT_FLOAT_EQ(llama.rms_norm_eps, 1e-6f);
   EXPECT_EQ(llama.rope.theta, 10000.0);
   EXPECT_EQ(llama.num_kv_heads, llama.num_heads);
   EXPECT_EQ(llama.head_dim, llama.hidden_size / llama.num_heads);
 
-  const auto mistral = ModelConfig::load(edited_model("hf_mistral", [](json& j) {
-    for (const char* k : {"sliding_window", "num_key_value_heads", "rms_norm_eps"}) j.erase(k);
-    j["num_attention_heads"] = 16;  // a multiple of MistralConfig's 8 KV heads
-    j["head_dim"] = 16;
-  }, "mistral_fp32"));
+  const auto mistral = ModelConfig::load(edited_model(
+      "hf_mistral",
+      [](json& j) {
+        for (const char* k : {"sliding_window", "num_key_value_heads", "rms_norm_eps"}) j.erase(k);
+        j["num_attention_heads"] = 16;  // a multiple of MistralConfig's 8 KV heads
+        j["head_dim"] = 16;
+      },
+      "mistral_fp32"));
   for (const BlockSpec& b : mistral.blocks) EXPECT_EQ(b.sliding_window, 4096);
   EXPECT_EQ(mistral.num_kv_heads, 8);
   EXPECT_FLOAT_EQ(mistral.rms_norm_eps, 1e-6f);
-  const auto mistral_null = ModelConfig::load(
-      edited_model("hf_mistral_null", [](json& j) { j["sliding_window"] = nullptr; }, "mistral_fp32"));
+  const auto mistral_null = ModelConfig::load(edited_model(
+      "hf_mistral_null", [](json& j) { j["sliding_window"] = nullptr; }, "mistral_fp32"));
   for (const BlockSpec& b : mistral_null.blocks) EXPECT_EQ(b.sliding_window, 0);
 
   const auto qwen3 = ModelConfig::load(edited_model("hf_qwen3", strip({"head_dim", "rope_theta"}), "qwen3_fp32"));
   EXPECT_EQ(qwen3.head_dim, 128);
   EXPECT_EQ(qwen3.rope.theta, 10000.0);
   // Qwen2: with use_sliding_window and no max_window_layers, layers from 28 on slide (none of the tiny model's).
-  const auto qwen2 = ModelConfig::load(edited_model("hf_qwen2", [](json& j) {
-    j.erase("max_window_layers");
-    j.erase("sliding_window");
-    j["use_sliding_window"] = true;
-    j["num_hidden_layers"] = 30;
-  }, "qwen2_fp32"));
+  const auto qwen2 = ModelConfig::load(edited_model(
+      "hf_qwen2",
+      [](json& j) {
+        j.erase("max_window_layers");
+        j.erase("sliding_window");
+        j["use_sliding_window"] = true;
+        j["num_hidden_layers"] = 30;
+      },
+      "qwen2_fp32"));
   for (size_t i = 0; i < qwen2.blocks.size(); ++i) EXPECT_EQ(qwen2.blocks[i].sliding_window, i >= 28 ? 4096 : 0) << i;
 }
 
 // A negative max_window_layers (Qwen, sliding window on) means, as in HF, that every layer slides.
 TEST(Config, NegativeMaxWindowLayersSlidesEveryLayer) {
-  const auto c = ModelConfig::load(edited_model("qwen_negative_mwl", [](json& j) {
-    j["use_sliding_window"] = true;
-    j["max_window_layers"] = -3;
-  }, "qwen2_fp32"));
+  const auto c = ModelConfig::load(edited_model(
+      "qwen_negative_mwl",
+      [](json& j) {
+        j["use_sliding_window"] = true;
+        j["max_window_layers"] = -3;
+      },
+      "qwen2_fp32"));
   for (const BlockSpec& b : c.blocks) EXPECT_EQ(b.sliding_window, 4);
 }
 
@@ -142,11 +151,15 @@ TEST(Config, EosFromGenerationConfigAsIntOrList) {
 }
 
 TEST(Config, QwenSlidingWindowFollowsUseSlidingWindowAndMaxWindowLayers) {
-  const auto c = ModelConfig::load(edited_model("qwen_sw", [](json& j) {
-    j["use_sliding_window"] = true;
-    j["max_window_layers"] = 5;
-  }, "qwen2_fp32"));
-  for (int64_t i = 0; i < c.num_layers; ++i) EXPECT_EQ(c.blocks[static_cast<size_t>(i)].sliding_window, i >= 5 ? 4 : 0) << i;
+  const auto c = ModelConfig::load(edited_model(
+      "qwen_sw",
+      [](json& j) {
+        j["use_sliding_window"] = true;
+        j["max_window_layers"] = 5;
+      },
+      "qwen2_fp32"));
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    EXPECT_EQ(c.blocks[static_cast<size_t>(i)].sliding_window, i >= 5 ? 4 : 0) << i;
 }
 
 TEST(Config, Llama3InverseFrequenciesCoverAllBands) {
@@ -161,12 +174,12 @@ TEST(Config, Llama3InverseFrequenciesCoverAllBands) {
   RopeConfig plain;
   plain.theta = 500000.0;
   const auto base = plain.inv_freq(128);
-  EXPECT_FLOAT_EQ(inv[0], base[0]);                // high frequency: unchanged
-  EXPECT_FLOAT_EQ(inv[63], base[63] / 8.0f);       // low frequency: divided by factor
+  EXPECT_FLOAT_EQ(inv[0], base[0]);           // high frequency: unchanged
+  EXPECT_FLOAT_EQ(inv[63], base[63] / 8.0f);  // low frequency: divided by factor
   int medium = 0;
   for (size_t i = 0; i < inv.size(); ++i)
     if (inv[i] != base[i] && std::fabs(inv[i] - base[i] / 8.0f) > 1e-12f) ++medium;
-  EXPECT_GT(medium, 0);                            // smoothed band in between
+  EXPECT_GT(medium, 0);  // smoothed band in between
 }
 
 struct BadConfigCase {
@@ -176,7 +189,10 @@ struct BadConfigCase {
 };
 
 json llama3_rope(double factor, double low, double high) {
-  return {{"rope_type", "llama3"}, {"factor", factor}, {"low_freq_factor", low}, {"high_freq_factor", high},
+  return {{"rope_type", "llama3"},
+          {"factor", factor},
+          {"low_freq_factor", low},
+          {"high_freq_factor", high},
           {"original_max_position_embeddings", 64}};
 }
 
@@ -188,9 +204,15 @@ TEST(BadInputConfig, EachMistakeIsNamed) {
       {"hidden_string", [](json& j) { j["hidden_size"] = "64"; }, {"'hidden_size'", "integer"}},
       {"negative_layers", [](json& j) { j["num_hidden_layers"] = -1; }, {"'num_hidden_layers'", "positive"}},
       {"gqa", [](json& j) { j["num_key_value_heads"] = 3; }, {"multiple of num_key_value_heads"}},
-      {"yarn", [](json& j) { j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; },
+      {"yarn",
+       [](json& j) {
+         j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+       },
        {"rope_scaling", "'yarn'", "supported: default, linear, llama3"}},
-      {"llama3_partial", [](json& j) { j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}}; },
+      {"llama3_partial",
+       [](json& j) {
+         j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
+       },
        {"rope_scaling", "'low_freq_factor'"}},
       {"act", [](json& j) { j["hidden_act"] = "gelu"; }, {"hidden_act 'gelu'"}},
       {"mlp_bias", [](json& j) { j["mlp_bias"] = true; }, {"'mlp_bias'"}},
@@ -198,7 +220,9 @@ TEST(BadInputConfig, EachMistakeIsNamed) {
       {"odd_head_dim", [](json& j) { j["head_dim"] = 15; }, {"head_dim", "even"}},
       {"eos_range", [](json& j) { j["eos_token_id"] = 100000; }, {"eos_token_id 100000"}},
       // A config that disagrees with the weights: the tensor shapes are checked against it.
-      {"wrong_hidden", [](json& j) { j["intermediate_size"] = 96; }, {"mlp.gate_proj.weight' has shape", "expected [96, 64]"}},
+      {"wrong_hidden",
+       [](json& j) { j["intermediate_size"] = 96; },
+       {"mlp.gate_proj.weight' has shape", "expected [96, 64]"}},
       {"wrong_tied", [](json& j) { j["tie_word_embeddings"] = true; }, {"lm_head.weight"}},
       {"wrong_layers", [](json& j) { j["num_hidden_layers"] = 7; }, {"model.layers.7.", "does not use"}},
       {"wrong_bias", [](json& j) { j["attention_bias"] = true; }, {"missing", "q_proj.bias"}},
@@ -210,13 +234,25 @@ TEST(BadInputConfig, EachMistakeIsNamed) {
       {"zero_eps", [](json& j) { j["rms_norm_eps"] = 0; }, {"'rms_norm_eps'"}},
       {"too_many_layers", [](json& j) { j["num_hidden_layers"] = 100000; }, {"'num_hidden_layers'", "at most 1024"}},
       // llama3 rope_scaling whose smoothing would divide by zero or run backwards.
-      {"llama3_low_zero", [](json& j) { j["rope_scaling"] = llama3_rope(8.0, 0.0, 4.0); }, {"'low_freq_factor'", "positive float32"}},
-      {"llama3_high_le_low", [](json& j) { j["rope_scaling"] = llama3_rope(8.0, 4.0, 4.0); }, {"'high_freq_factor'", "4"}},
-      {"llama3_factor_zero", [](json& j) { j["rope_scaling"] = llama3_rope(0.0, 1.0, 4.0); }, {"'factor'", "positive float32"}},
+      {"llama3_low_zero",
+       [](json& j) { j["rope_scaling"] = llama3_rope(8.0, 0.0, 4.0); },
+       {"'low_freq_factor'", "positive float32"}},
+      {"llama3_high_le_low",
+       [](json& j) { j["rope_scaling"] = llama3_rope(8.0, 4.0, 4.0); },
+       {"'high_freq_factor'", "4"}},
+      {"llama3_factor_zero",
+       [](json& j) { j["rope_scaling"] = llama3_rope(0.0, 1.0, 4.0); },
+       {"'factor'", "positive float32"}},
       {"llama3_factor_negative", [](json& j) { j["rope_scaling"] = llama3_rope(-2.0, 1.0, 4.0); }, {"'factor'", "-2"}},
-      {"linear_factor_tiny", [](json& j) { j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1e-300}}; },
+      {"linear_factor_tiny",
+       [](json& j) {
+         j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1e-300}};
+       },
        {"'factor'", "float32"}},
-      {"linear_factor_huge", [](json& j) { j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1e300}}; },
+      {"linear_factor_huge",
+       [](json& j) {
+         j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1e300}};
+       },
        {"'factor'", "float32"}},
       {"theta_tiny", [](json& j) { j["rope_theta"] = 1e-300; }, {"'rope_theta'", "at least 1"}},
       {"theta_huge", [](json& j) { j["rope_theta"] = 1e39; }, {"'rope_theta'", "float32"}},

@@ -58,10 +58,11 @@ LogitDiff compare_logits(const std::vector<float>& logits, const std::vector<flo
 }
 
 void print_diff(const ParityCase& c, const std::string& against, const LogitDiff& d, int64_t S) {
-  std::printf("[parity] %s %s%s: max |dlogit| %.3g (max |logit| %.2f), rows beyond 3%%: %d, argmax mismatches "
-              "%d / %lld\n",
-              c.variant.c_str(), std::string(isa_name(c.isa)).c_str(), against.c_str(), d.max_diff, d.max_logit,
-              d.rows_beyond_3pct, d.argmax_mismatches, static_cast<long long>(S));
+  std::printf(
+      "[parity] %s %s%s: max |dlogit| %.3g (max |logit| %.2f), rows beyond 3%%: %d, argmax mismatches "
+      "%d / %lld\n",
+      c.variant.c_str(), std::string(isa_name(c.isa)).c_str(), against.c_str(), d.max_diff, d.max_logit,
+      d.rows_beyond_3pct, d.argmax_mismatches, static_cast<long long>(S));
 }
 
 // On the fp32-activation paths eaglet computes what the fp32 oracle computes (bf16 weights upcast alike): fp32
@@ -132,7 +133,8 @@ std::vector<float> chunked_logits(Transformer& model, const std::vector<int32_t>
   std::vector<float> out;
   KVCache cache = model.make_cache(64);
   for (size_t start = 0; start < ids.size(); start += chunk) {
-    model.forward(cache, {.tokens = std::span(ids).subspan(start, std::min(chunk, ids.size() - start)), .all_logits = true});
+    model.forward(cache,
+                  {.tokens = std::span(ids).subspan(start, std::min(chunk, ids.size() - start)), .all_logits = true});
     cache.commit_all();
     out.insert(out.end(), model.logits().begin(), model.logits().end());
   }
@@ -170,8 +172,8 @@ INSTANTIATE_TEST_SUITE_P(Variants, DeepseekParity, ::testing::ValuesIn(parity_ca
 class DeepseekBitwise : public test::IsaTest {};
 
 // Verifying a chain in one forward gives bit-identical logits to decoding it token by token: MLA runs in its
-// absorbed form for every batch of up to kMaxVerifyRows rows, and each expert's rows are computed as a batch of one would compute them; quantized
-// weights meet each activation row on its own (int8 activation blocks are per row).
+// absorbed form for every batch of up to kMaxVerifyRows rows, and each expert's rows are computed as a batch of one
+// would compute them; quantized weights meet each activation row on its own (int8 activation blocks are per row).
 TEST_P(DeepseekBitwise, ChainVerifyEqualsTokenByTokenExactly) {
   for (const char* variant :
        {"deepseek_v3_bf16", "kimi_k2_bf16", "deepseek_v3_noqlora_bf16", "deepseek_v3_fp8", "kimi_k25_int4"}) {
@@ -384,13 +386,13 @@ TEST(DeepseekQuantized, StoredFormatsAreReadAsDeclared) {
 
 TEST(DeepseekQuantized, Fp8LoadErrorsNameTheFileAndTensor) {
   const std::string layer = "model.layers.2.self_attn.o_proj.";
-  std::string e = load_error(copy_with_tensors("deepseek_v3_fp8", [&](EditableTensors& t) {
-    ASSERT_EQ(t.erase(layer + "weight_scale_inv"), 1u);
-  }));
+  std::string e = load_error(copy_with_tensors(
+      "deepseek_v3_fp8", [&](EditableTensors& t) { ASSERT_EQ(t.erase(layer + "weight_scale_inv"), 1u); }));
   expect_mentions(e, {"model.safetensors", layer + "weight_scale_inv' is missing"});
   e = load_error(copy_with_config("deepseek_v3_fp8", [](nlohmann::json& j) { j.erase("quantization_config"); }));
-  expect_mentions(e, {"model.safetensors", "is stored as F8_E4M3 but config.json's quantization_config declares no "
-                                           "quantization"});
+  expect_mentions(e, {"model.safetensors",
+                      "is stored as F8_E4M3 but config.json's quantization_config declares no "
+                      "quantization"});
   e = load_error(copy_with_tensors("deepseek_v3_fp8", [&](EditableTensors& t) {
     EditableTensor& s = t.at(layer + "weight_scale_inv");  // [4, 6] (64 x 96 in 16-blocks) -> [4, 5]
     ASSERT_EQ(s.shape, (std::vector<int64_t>{4, 6}));
@@ -429,7 +431,7 @@ TEST(DeepseekQuantized, Int4LoadErrorsNameTheFileAndTensor) {
   e = load_error(
       copy_with_config("kimi_k25_int4", [](nlohmann::json& j) { j["text_config"].erase("quantization_config"); }));
   expect_mentions(e, {"model.safetensors", expert + "gate_proj.weight_packed' is stored as int4 (pack-quantized) but "
-                                           "config.json's quantization_config declares no quantization"});
+                                                    "config.json's quantization_config declares no quantization"});
 }
 
 TEST(DeepseekConfig, ShapesFromTheConfigAndTheLatentCache) {
@@ -482,16 +484,23 @@ TEST(DeepseekConfig, YarnFrequenciesFollowHf) {
   // Kimi-K2's published rope: base 50000, betas 1/1, original 4096, dim 64 -> dims j <= 19 keep their frequency,
   // j >= 20 are divided by the factor (target-architectures.md §4.4 worked values).
   const nlohmann::json j = {{"rope_theta", 50000.0},
-                            {"rope_scaling", {{"type", "yarn"}, {"factor", 32.0}, {"beta_fast", 1.0}, {"beta_slow", 1.0},
-                                              {"mscale", 1.0}, {"mscale_all_dim", 1.0},
-                                              {"original_max_position_embeddings", 4096}}}};
+                            {"rope_scaling",
+                             {{"type", "yarn"},
+                              {"factor", 32.0},
+                              {"beta_fast", 1.0},
+                              {"beta_slow", 1.0},
+                              {"mscale", 1.0},
+                              {"mscale_all_dim", 1.0},
+                              {"original_max_position_embeddings", 4096}}}};
   const RopeConfig r = RopeConfig::parse(j, "config.json", 10000.0, true, 131072);
   const std::vector<float> inv = r.inv_freq(64), plain = RopeConfig::parse({{"rope_theta", 50000.0}}, "c").inv_freq(64);
   for (size_t i = 0; i < inv.size(); ++i) {
-    if (i <= 19) EXPECT_EQ(inv[i], plain[i]) << i;
-    else EXPECT_NEAR(inv[i], plain[i] / 32.0f, 1e-6f * plain[i]) << i;
+    if (i <= 19)
+      EXPECT_EQ(inv[i], plain[i]) << i;
+    else
+      EXPECT_NEAR(inv[i], plain[i] / 32.0f, 1e-6f * plain[i]) << i;
   }
-  EXPECT_EQ(r.attention_factor, 1.0f);  // mscale / mscale_all_dim = 1
+  EXPECT_EQ(r.attention_factor, 1.0f);                       // mscale / mscale_all_dim = 1
   EXPECT_THROW(RopeConfig::parse(j, "config.json"), Error);  // yarn only where the architecture computes it
 }
 

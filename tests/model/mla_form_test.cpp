@@ -26,7 +26,7 @@ TEST(MlaForm, CostCountsTheMultiplyAccumulatesOfEachForm) {
   // 2 heads, rank 4, nope 2, rope 2, v 3; 5 rows over 7 entries.
   const MlaCost c = mla_cost(mla_shape(2, 4, 2, 2, 3), 5, 7);
   EXPECT_DOUBLE_EQ(c.absorbed, 2.0 * 5 * (2 * 4 + 7 * (4 + 2) + 7 * 4 + 4 * 3));  // 900
-  EXPECT_DOUBLE_EQ(c.naive, 2.0 * (7 * 4 * (2 + 3) + 5 * 7 * (2 + 2 + 3)));      // 770
+  EXPECT_DOUBLE_EQ(c.naive, 2.0 * (7 * 4 * (2 + 3) + 5 * 7 * (2 + 2 + 3)));       // 770
 }
 
 TEST(MlaForm, NaiveOnlyAboveTheVerifyBoundAndWhereCheaper) {

@@ -50,7 +50,8 @@ TreeRun expect_tree_nodes_equal_their_paths(Transformer& model, const std::vecto
     const size_t u = static_cast<size_t>(i);
     if (i > 0) depth[u] = depth[static_cast<size_t>(parent[u])] + 1;
     positions[u] = static_cast<int32_t>(context.size()) + depth[u];
-    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) mask[static_cast<size_t>(i * N + j)] = 1;
+    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)])
+      mask[static_cast<size_t>(i * N + j)] = 1;
   }
   TreeRun run{model.make_cache(static_cast<int64_t>(context.size() + tokens.size()) + 8), {}};
   model.forward(run.after_context, {.tokens = context});
@@ -60,7 +61,8 @@ TreeRun expect_tree_nodes_equal_their_paths(Transformer& model, const std::vecto
   const std::vector<float> tree(model.logits().begin(), model.logits().end());
   for (int64_t i = 0; i < N; ++i) {
     std::vector<int32_t> path;
-    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)]) path.insert(path.begin(), tokens[static_cast<size_t>(j)]);
+    for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)])
+      path.insert(path.begin(), tokens[static_cast<size_t>(j)]);
     KVCache cache = run.after_context;
     for (int32_t t : path) {
       model.forward(cache, {.tokens = {&t, 1}});

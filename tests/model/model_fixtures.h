@@ -8,8 +8,8 @@
 
 namespace eaglet::test {
 
-std::string tiny_model_dir(const std::string& variant);   // fixtures/tiny/<variant>
-std::string reference_file(const std::string& variant);   // fixtures/tiny/reference/<variant>.safetensors
+std::string tiny_model_dir(const std::string& variant);  // fixtures/tiny/<variant>
+std::string reference_file(const std::string& variant);  // fixtures/tiny/reference/<variant>.safetensors
 
 // A reference tensor as fp32 (F32 or I64 converted), with its shape.
 struct RefTensor {

@@ -25,7 +25,8 @@ struct Diff {
 Diff compare(const float* got, const float* want, int64_t rows, int64_t width) {
   Diff d;
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < width; ++i) d.max_abs = std::fmax(d.max_abs, std::fabs(got[r * width + i] - want[r * width + i]));
+    for (int64_t i = 0; i < width; ++i)
+      d.max_abs = std::fmax(d.max_abs, std::fabs(got[r * width + i] - want[r * width + i]));
     if (argmax({got + r * width, static_cast<size_t>(width)}) != argmax({want + r * width, static_cast<size_t>(width)}))
       ++d.argmax_mismatches;
   }
@@ -103,28 +104,27 @@ TEST_P(OracleParity, LogitsAndHiddenStatesMatchPyTorch) {
       EXPECT_LE(d.max_abs, 0.03f * scale) << p.variant;
       EXPECT_LE(d.argmax_mismatches, S / 8) << p.variant;
     }
-    std::printf("[parity] %s (%s): vs fp32 max|dlogit| %.3f, argmax diff %d; vs HF-bf16 max|dlogit| %.3f (%.2f%% of "
-                "max|logit| %.1f), argmax diff %d/%lld\n",
-                p.variant.c_str(), std::string(isa_name(isa)).c_str(), d.max_abs, d.argmax_mismatches, dh.max_abs,
-                100.0f * dh.max_abs / scale, scale, dh.argmax_mismatches, static_cast<long long>(S));
+    std::printf(
+        "[parity] %s (%s): vs fp32 max|dlogit| %.3f, argmax diff %d; vs HF-bf16 max|dlogit| %.3f (%.2f%% of "
+        "max|logit| %.1f), argmax diff %d/%lld\n",
+        p.variant.c_str(), std::string(isa_name(isa)).c_str(), d.max_abs, d.argmax_mismatches, dh.max_abs,
+        100.0f * dh.max_abs / scale, scale, dh.argmax_mismatches, static_cast<long long>(S));
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, OracleParity,
-                         ::testing::Combine(::testing::Values(ParityCase{"llama_fp32"}, ParityCase{"llama_tied_fp32"},
-                                                              ParityCase{"llama_bf16"}, ParityCase{"qwen2_fp32"},
-                                                              ParityCase{"qwen3_fp32"}, ParityCase{"qwen3_bf16"},
-                                                              ParityCase{"mistral_fp32"},
-                                                              ParityCase{"llama_sharded_fp32"},
-                                                              ParityCase{"pycode-llama-19m", true}),
-                                            ::testing::ValuesIn(test::all_isas())),
-                         [](const auto& info) {
-                           std::string n = std::get<0>(info.param).variant + "_" +
-                                           std::string(isa_name(std::get<1>(info.param)));
-                           for (char& ch : n)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, OracleParity,
+    ::testing::Combine(::testing::Values(ParityCase{"llama_fp32"}, ParityCase{"llama_tied_fp32"},
+                                         ParityCase{"llama_bf16"}, ParityCase{"qwen2_fp32"}, ParityCase{"qwen3_fp32"},
+                                         ParityCase{"qwen3_bf16"}, ParityCase{"mistral_fp32"},
+                                         ParityCase{"llama_sharded_fp32"}, ParityCase{"pycode-llama-19m", true}),
+                       ::testing::ValuesIn(test::all_isas())),
+    [](const auto& info) {
+      std::string n = std::get<0>(info.param).variant + "_" + std::string(isa_name(std::get<1>(info.param)));
+      for (char& ch : n)
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
 
 }  // namespace
 }  // namespace eaglet

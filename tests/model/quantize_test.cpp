@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "io/json_util.h"
 #include "model/model_fixtures.h"
@@ -47,8 +47,8 @@ TEST(QuantizeRow, Int4GroupsFollowTheMinmaxScaleAndRoundHalfToEven) {
   float scales[2];
   int8_t codes[64];
   quantize_row(v, 0, kInt4, scales, codes);
-  EXPECT_EQ(scales[0], 2.0f);            // absmax / ((2^4 - 1) / 2)
-  EXPECT_EQ(scales[1], FLT_EPSILON);     // an all-zero group keeps the smallest scale
+  EXPECT_EQ(scales[0], 2.0f);                   // absmax / ((2^4 - 1) / 2)
+  EXPECT_EQ(scales[1], FLT_EPSILON);            // an all-zero group keeps the smallest scale
   const int8_t want[6] = {-8, 7, 0, 2, 2, -2};  // -7.5 -> -8; 7.5 -> 8, clamped; 0.5, 1.5, 2.5, -1.5: half to even
   for (int c = 0; c < 6; ++c) EXPECT_EQ(codes[c], want[c]) << c;
   for (int c = 6; c < 64; ++c) EXPECT_EQ(codes[c], 0) << c;
@@ -133,8 +133,9 @@ class QuantizedTiny : public ::testing::TestWithParam<Case> {};
 // activation part being common to both). The bounds allow 1.6x and 1.3x that; the exact content of the files is
 // checked by tests/oracle/quantized_oracle.py (test_cli). Quantization must also change something: the error is not 0.
 // DeepSeek / Kimi (MLA, MoE) have no bound: their fixtures keep each expert choice only 2e-4 from flipping, so
-// quantized weights can route tokens to other experts and move the logits far more (measured 20% int8, 75-89% int4); what
-// holds there is that every projection (experts and MLA included) loads quantized and verification is batch-invariant.
+// quantized weights can route tokens to other experts and move the logits far more (measured 20% int8, 75-89% int4);
+// what holds there is that every projection (experts and MLA included) loads quantized and verification is
+// batch-invariant.
 TEST_P(QuantizedTiny, LoadsWithLogitsNearTheDenseModelAndVerifiesBatchInvariantly) {
   const Case& c = GetParam();
   const std::string out = quantize_tiny(c.variant, c.scheme, c.scheme.bits() == 4 ? "int4" : "int8");
@@ -152,17 +153,15 @@ TEST_P(QuantizedTiny, LoadsWithLogitsNearTheDenseModelAndVerifiesBatchInvariantl
   test::expect_chain_equals_token_by_token(*quantized, ids, 7, c.variant + " " + c.scheme.name());
 }
 
-INSTANTIATE_TEST_SUITE_P(Schemes, QuantizedTiny,
-                         ::testing::Values(Case{"tiny/llama_fp32", kInt8, 0.06}, Case{"tiny/llama_fp32", kInt4, 0.5},
-                                           Case{"tiny/llama_bf16", kInt8, 0.06}, Case{"tiny/llama_bf16", kInt4, 0.5},
-                                           Case{"tiny/qwen3_bf16", kInt4, 0.5},
-                                           Case{"deepseek/deepseek_v3_bf16", kInt8, 0},
-                                           Case{"deepseek/deepseek_v3_bf16", kInt4, 0},
-                                           Case{"deepseek/kimi_k25_bf16", kInt4, 0}),
-                         [](const auto& info) {
-                           return fs::path(info.param.variant).filename().string() +
-                                  (info.param.scheme.bits() == 4 ? "_int4" : "_int8");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Schemes, QuantizedTiny,
+    ::testing::Values(Case{"tiny/llama_fp32", kInt8, 0.06}, Case{"tiny/llama_fp32", kInt4, 0.5},
+                      Case{"tiny/llama_bf16", kInt8, 0.06}, Case{"tiny/llama_bf16", kInt4, 0.5},
+                      Case{"tiny/qwen3_bf16", kInt4, 0.5}, Case{"deepseek/deepseek_v3_bf16", kInt8, 0},
+                      Case{"deepseek/deepseek_v3_bf16", kInt4, 0}, Case{"deepseek/kimi_k25_bf16", kInt4, 0}),
+    [](const auto& info) {
+      return fs::path(info.param.variant).filename().string() + (info.param.scheme.bits() == 4 ? "_int4" : "_int8");
+    });
 
 // --lm-head: the head quantized too. A tied head (llama_tied_fp32) is written untied from the embedding, which stays
 // dense for the lookup; an untied one (llama_fp32) is quantized in place. Without the flag the head stays dense and
@@ -251,8 +250,9 @@ TEST(Quantize, RefusesAnAlreadyQuantizedInputByConfigOrByTensor) {
 TEST(Quantize, RefusesAGroupThatDoesNotDivideAnInputWidthNamingTheTensor) {
   // intermediate_size 160: groups of 64 do not divide down_proj's input.
   const std::string out = test::temp_dir("quantize_group") + "/out";
-  const std::string e =
-      test::error_of([&] { quantize_checkpoint({test::tiny_model_dir("llama_fp32"), out, {WeightFormat::Int4Group, 64}}); });
+  const std::string e = test::error_of([&] {
+    quantize_checkpoint({test::tiny_model_dir("llama_fp32"), out, {WeightFormat::Int4Group, 64}});
+  });
   EXPECT_THAT(e, HasSubstr("model.safetensors"));
   EXPECT_THAT(e, HasSubstr("mlp.down_proj.weight' has input width 160"));
   EXPECT_THAT(e, HasSubstr("--group 64"));
@@ -267,7 +267,8 @@ TEST(Quantize, ANonFiniteWeightInACheckpointIsAnErrorNotACrash) {
   std::string bytes = test::read_file(file);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
-  const auto at = nlohmann::json::parse(bytes.substr(8, n)).at("model.layers.1.mlp.gate_proj.weight").at("data_offsets");
+  const auto at =
+      nlohmann::json::parse(bytes.substr(8, n)).at("model.layers.1.mlp.gate_proj.weight").at("data_offsets");
   const float nan = NAN;
   std::memcpy(bytes.data() + 8 + n + at.at(0).get<uint64_t>() + 4 * 70, &nan, 4);  // row 1 of [160, 64], column 6
   test::write_file(file, bytes);

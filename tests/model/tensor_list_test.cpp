@@ -37,7 +37,8 @@ TEST(TensorList, ArchitectureListsNameExactlyTheCheckpointsTensors) {
     for (const auto& [name, t] : checkpoint.all()) in_checkpoint.insert(name);
     std::set<std::string> listed;
     for (const TensorSpec& t : list) listed.insert(t.name);
-    for (const std::string& name : required_names(list)) EXPECT_TRUE(in_checkpoint.count(name)) << variant << " " << name;
+    for (const std::string& name : required_names(list))
+      EXPECT_TRUE(in_checkpoint.count(name)) << variant << " " << name;
     for (const std::string& name : in_checkpoint) EXPECT_TRUE(listed.count(name)) << variant << " " << name;
   }
 }
@@ -72,19 +73,19 @@ TEST(TensorList, AccountingNamesEveryProblemAtOnce) {
   const Checkpoint ckpt = Checkpoint::open_dir(dir);
   const ModelConfig c = ModelConfig::load(dir);
   TensorList list = architecture_for(c.model_type, c.file).tensors(c);
-  list.push_back({"model.extra.weight", {3}});                                  // missing
-  list[1].shape = {1, 2};                                                        // misshapen
-  list.erase(std::remove_if(list.begin(), list.end(),
-                            [](const TensorSpec& t) { return t.name == "model.norm.weight"; }),
-             list.end());                                                        // left unlisted
+  list.push_back({"model.extra.weight", {3}});  // missing
+  list[1].shape = {1, 2};                       // misshapen
+  list.erase(
+      std::remove_if(list.begin(), list.end(), [](const TensorSpec& t) { return t.name == "model.norm.weight"; }),
+      list.end());  // left unlisted
   const std::string msg = test::error_of([&] { load_tensors(ckpt, list, "test model"); });
   EXPECT_THAT(msg, AllOf(HasSubstr("model.extra.weight"), HasSubstr(list[1].name), HasSubstr("expected [1, 2]"),
                          HasSubstr("model.norm.weight"), HasSubstr("does not use")));
   // Unlisted tensors are the one problem the user may waive; they are still printed.
   list = architecture_for(c.model_type, c.file).tensors(c);
-  list.erase(std::remove_if(list.begin(), list.end(),
-                            [](const TensorSpec& t) { return t.name == "model.norm.weight"; }),
-             list.end());
+  list.erase(
+      std::remove_if(list.begin(), list.end(), [](const TensorSpec& t) { return t.name == "model.norm.weight"; }),
+      list.end());
   EXPECT_EQ(test::error_of([&] { load_tensors(ckpt, list, "test model", true); }), "(no error)");
 }
 

@@ -19,7 +19,7 @@ using test::ServerProcess;
 
 std::string drafter(const std::string& name) { return test::fixtures_dir() + "/drafters/" + name; }
 
-const std::vector<std::string> kPrompts = {"def f(x): return x", "class A:",     "import os\n",
+const std::vector<std::string> kPrompts = {"def f(x): return x", "class A:",    "import os\n",
                                            "x = [1, 2, 3]",      "while True:", "# a comment about nothing"};
 
 json request(const std::string& prompt, bool stream, bool logprobs) {
@@ -48,8 +48,11 @@ Answer ask(const ServerProcess& s, const json& body) {
     const json& c = e["choices"][0];
     out.text += c["text"].get<std::string>();
     if (!c["logprobs"].is_object()) continue;
-    if (out.logprobs.is_null()) out.logprobs = {{"tokens", json::array()}, {"token_logprobs", json::array()},
-                                                {"top_logprobs", json::array()}, {"text_offset", json::array()}};
+    if (out.logprobs.is_null())
+      out.logprobs = {{"tokens", json::array()},
+                      {"token_logprobs", json::array()},
+                      {"top_logprobs", json::array()},
+                      {"text_offset", json::array()}};
     for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
       for (const json& v : c["logprobs"][key]) out.logprobs[key].push_back(v);
   }
@@ -86,12 +89,15 @@ TEST_P(ServerBatching, ConcurrentClientsGetTheirAnswersAloneFromSharedForwards) 
   for (int attempt = 0; attempt < 3 && shared <= 0; ++attempt) {  // until the requests overlapped
     std::vector<std::future<Answer>> answers;
     for (size_t i = 0; i < kPrompts.size(); ++i)
-      answers.push_back(std::async(std::launch::async, [&, i] { return ask(s, request(kPrompts[i], i % 2 == 1, i < 4)); }));
+      answers.push_back(
+          std::async(std::launch::async, [&, i] { return ask(s, request(kPrompts[i], i % 2 == 1, i < 4)); }));
     for (size_t i = 0; i < answers.size(); ++i) {
       const Answer a = answers[i].get();
       EXPECT_EQ(a.text, alone[i].text) << c.name << " prompt " << i;
-      if (i < 4) expect_same_logprobs(a.logprobs, alone[i].logprobs, c.name + " prompt " + std::to_string(i));
-      else EXPECT_TRUE(a.logprobs.is_null());
+      if (i < 4)
+        expect_same_logprobs(a.logprobs, alone[i].logprobs, c.name + " prompt " + std::to_string(i));
+      else
+        EXPECT_TRUE(a.logprobs.is_null());
     }
     shared = test::metric(get(s, "/metrics").body, "eaglet:batch_steps_shared_total");
   }
@@ -114,15 +120,19 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BatchCase{"eagle3", "-m " + drafter("targets/nearecho_fp32") + " -d " + drafter("exact_echo"), true},
         // 9 rows for the 6 sequences: 3 draft one token in a step, the others decode plainly.
-        BatchCase{"rows9", "-m " + drafter("targets/nearecho_fp32") + " -d " + drafter("exact_echo") +
-                               " --batch-row-budget 9", true},
+        BatchCase{"rows9",
+                  "-m " + drafter("targets/nearecho_fp32") + " -d " + drafter("exact_echo") + " --batch-row-budget 9",
+                  true},
         BatchCase{"plain", "-m " + test::fixtures_dir() + "/tiny/llama_fp32", false}),
     [](const auto& info) { return info.param.name; });
 
 TEST(ServerLogprobs, ChatShapeAndCompletionShape) {
   ServerProcess s("-m " + drafter("targets/echo_fp32") + " -d " + drafter("exact_echo") + " -t 1 -c 256");
-  const json chat = {{"messages", {{{"role", "user"}, {"content", "hello"}}}}, {"max_tokens", 12}, {"temperature", 0},
-                     {"logprobs", true}, {"top_logprobs", 3}};
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "hello"}}}},
+                     {"max_tokens", 12},
+                     {"temperature", 0},
+                     {"logprobs", true},
+                     {"top_logprobs", 3}};
   const auto a = post_json(s, "/v1/chat/completions", chat.dump());
   ASSERT_EQ(a.status, 200) << a.body;
   const json& content = a.json["choices"][0]["logprobs"]["content"];
@@ -134,10 +144,11 @@ TEST(ServerLogprobs, ChatShapeAndCompletionShape) {
     EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][1]["logprob"].get<double>());
     EXPECT_EQ(t["bytes"].size(), t["token"].get<std::string>().size());
   }
-  const auto none = post_json(s, "/v1/chat/completions", json{{"messages", chat["messages"]}, {"max_tokens", 2}}.dump());
+  const auto none =
+      post_json(s, "/v1/chat/completions", json{{"messages", chat["messages"]}, {"max_tokens", 2}}.dump());
   EXPECT_TRUE(none.json["choices"][0]["logprobs"].is_null()) << none.body;
-  const auto completion = ask(s, {{"prompt", "abc"}, {"max_tokens", 10}, {"temperature", 0}, {"stream", false},
-                                  {"logprobs", 0}});
+  const auto completion =
+      ask(s, {{"prompt", "abc"}, {"max_tokens", 10}, {"temperature", 0}, {"stream", false}, {"logprobs", 0}});
   ASSERT_EQ(completion.logprobs["tokens"].size(), 10u);
   std::string joined;
   for (size_t i = 0; i < 10; ++i) {

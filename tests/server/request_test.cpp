@@ -127,7 +127,7 @@ TEST(StopStringsTest, HoldsBackPossibleStartsAndCutsAtTheFirstMatch) {
   StopStrings s({"END", "\n\n"});
   std::string out = s.push("abc E");
   EXPECT_EQ(out, "abc ");  // "E" may begin "END"
-  out += s.push("Nx");      // "ENx" cannot
+  out += s.push("Nx");     // "ENx" cannot
   EXPECT_EQ(out, "abc ENx");
   out += s.push("yy\n");
   EXPECT_EQ(out, "abc ENxyy");

@@ -19,7 +19,7 @@ class ServerProcess {
 
   int port() const { return port_; }
   httplib::Client client() const;
-  int terminate();  // SIGTERM and wait: the exit code (-1 if killed by a signal)
+  int terminate();          // SIGTERM and wait: the exit code (-1 if killed by a signal)
   std::string log() const;  // the server's stderr so far
 
  private:

@@ -14,11 +14,11 @@
 namespace eaglet {
 namespace {
 
-using ::testing::HasSubstr;
 using nlohmann::json;
 using test::get;
 using test::post_json;
 using test::ServerProcess;
+using ::testing::HasSubstr;
 
 std::string drafter(const std::string& name) { return test::fixtures_dir() + "/drafters/" + name; }
 std::string echo_target() { return drafter("targets/echo_fp32"); }
@@ -334,7 +334,8 @@ TEST(ServerPlain, SampledAnswersFollowTheSeed) {
   EXPECT_EQ(a.json["choices"][0]["text"], b.json["choices"][0]["text"]);
   EXPECT_NE(a.json["choices"][0]["text"], c.json["choices"][0]["text"]);
   EXPECT_FALSE(a.json.contains("speculative"));  // the target alone
-  const std::string want = generate_text("-m " + test::fixtures_dir() + "/tiny/llama_fp32 -n 24 --temp 0.9 "
+  const std::string want = generate_text("-m " + test::fixtures_dir() +
+                                         "/tiny/llama_fp32 -n 24 --temp 0.9 "
                                          "--top-p 0.95 --top-k 50 --seed 11 -p hello");
   EXPECT_EQ(a.json["choices"][0]["text"], want);  // the same sampler stream as eaglet generate
   EXPECT_EQ(s.terminate(), 0);
@@ -343,8 +344,8 @@ TEST(ServerPlain, SampledAnswersFollowTheSeed) {
 TEST(ServerCli, BadStartsFailWithOneLine) {
   ServerProcess first("-m " + echo_target() + " -c 64");
   // (timeout: a server that took the port anyway would run on)
-  const auto taken = test::run_command("timeout 30 " + test::eaglet_bin() + " serve -m " + echo_target() +
-                                       " --port " + std::to_string(first.port()));
+  const auto taken = test::run_command("timeout 30 " + test::eaglet_bin() + " serve -m " + echo_target() + " --port " +
+                                       std::to_string(first.port()));
   EXPECT_EQ(taken.exit_code, 1) << taken.err;
   EXPECT_THAT(taken.err, HasSubstr("eaglet: error: serve: cannot listen on 127.0.0.1:" + std::to_string(first.port())));
   const auto no_model = test::run_command(test::eaglet_bin() + " serve -m /nonexistent/model");
@@ -357,8 +358,11 @@ TEST(ServerCli, BadStartsFailWithOneLine) {
 
 // A long generation on the 19M-parameter model, to have something to cancel.
 json long_request(int max_tokens) {
-  return {{"prompt", "import os\n\n\ndef main():\n"}, {"max_tokens", max_tokens}, {"temperature", 0},
-          {"stream", true}, {"ignore_eos", true}};
+  return {{"prompt", "import os\n\n\ndef main():\n"},
+          {"max_tokens", max_tokens},
+          {"temperature", 0},
+          {"stream", true},
+          {"ignore_eos", true}};
 }
 std::string raw_post(const std::string& path, const std::string& body) {
   return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
@@ -386,18 +390,16 @@ TEST(ServerLoad, DisconnectedClientFreesItsSequenceAtOnce) {
 
 TEST(ServerLoad, FullQueueAnswers503AndSigtermEndsStreamsCleanly) {
   ServerProcess s("-m " + pycode() + " -c 2048 --max-queue 1 --max-batch 1");
-  auto running = std::async(std::launch::async, [&] {
-    return post_json(s, "/v1/completions", long_request(1900).dump());
-  });
+  auto running =
+      std::async(std::launch::async, [&] { return post_json(s, "/v1/completions", long_request(1900).dump()); });
   std::string metrics;
   for (int i = 0; i < 100 && test::metric(metrics, "eaglet:num_requests_running") != 1; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     metrics = get(s, "/metrics").body;
   }
   ASSERT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 1);
-  auto queued = std::async(std::launch::async, [&] {
-    return post_json(s, "/v1/completions", long_request(1900).dump());
-  });
+  auto queued =
+      std::async(std::launch::async, [&] { return post_json(s, "/v1/completions", long_request(1900).dump()); });
   for (int i = 0; i < 100 && test::metric(metrics, "eaglet:num_requests_waiting") != 1; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     metrics = get(s, "/metrics").body;
@@ -422,8 +424,9 @@ TEST(ServerLoad, FullQueueAnswers503AndSigtermEndsStreamsCleanly) {
 TEST_F(SpeculativeServer, OfficialOpenAiClientStreams) {
   const std::string want = generate_text("-m " + echo_target() + " -n 24 -t 1 -p " + q(kPrompt));
   const std::string want_chat = generate_text("--chat -m " + echo_target() + " -n 24 -t 1 -p hello");
-  const auto r = test::run_command(std::string(EAGLET_NODE) + " " + test::oracle_dir() + "/openai_client.mjs " +
-                                   "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1 " + q(kPrompt) + " hello 24");
+  const auto r =
+      test::run_command(std::string(EAGLET_NODE) + " " + test::oracle_dir() + "/openai_client.mjs " +
+                        "http://127.0.0.1:" + std::to_string(server_->port()) + "/v1 " + q(kPrompt) + " hello 24");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json got = json::parse(r.out);
   EXPECT_EQ(got["completion"]["text"], want);

@@ -114,8 +114,8 @@ TEST_P(BatchedDecoding, EverySequenceEmitsWhatItEmitsAlone) {
   auto drafter = Eagle3Drafter::load(fixture("drafters/" + GetParam().drafter), *target, {});
   const int64_t V = target->config().vocab_size;
   std::mt19937 rng(7);
-  const std::vector<std::optional<DraftParams>> settings = {
-      DraftParams{3, 1, 4}, std::nullopt, DraftParams{5, 4, 8}, DraftParams{4, 2, 6}, std::nullopt, DraftParams{6, 1, 7}};
+  const std::vector<std::optional<DraftParams>> settings = {DraftParams{3, 1, 4}, std::nullopt, DraftParams{5, 4, 8},
+                                                            DraftParams{4, 2, 6}, std::nullopt, DraftParams{6, 1, 7}};
   std::vector<Lane> lanes(settings.size());
   for (size_t i = 0; i < lanes.size(); ++i) {
     lanes[i].prompt = random_prompt(rng, 3 + static_cast<int>(i) * 7, V);  // different lengths and positions

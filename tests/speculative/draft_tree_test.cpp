@@ -19,7 +19,8 @@ namespace {
 // Draft logits after node i: a few distinct values, so most ids tie; every expand takes `expand_delay`.
 class ScriptedProposer : public Proposer {
  public:
-  explicit ScriptedProposer(int64_t vocab, std::chrono::milliseconds expand_delay = {}) : vocab_(vocab), delay_(expand_delay) {}
+  explicit ScriptedProposer(int64_t vocab, std::chrono::milliseconds expand_delay = {})
+      : vocab_(vocab), delay_(expand_delay) {}
   std::string describe() const override { return "scripted"; }
   const std::vector<int>& aux_layers() const override { return aux_; }
   int64_t draft_vocab() const override { return vocab_; }

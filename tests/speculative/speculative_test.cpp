@@ -40,8 +40,8 @@ std::vector<int32_t> plain_greedy(Transformer& target, const std::vector<int32_t
   return out;
 }
 
-std::vector<int32_t> speculative(Transformer& target, Eagle3Drafter& drafter, const std::vector<int32_t>& prompt,
-                                 int n, const DraftParams& params, SpecStats* stats = nullptr, int prefill_batch = 7) {
+std::vector<int32_t> speculative(Transformer& target, Eagle3Drafter& drafter, const std::vector<int32_t>& prompt, int n,
+                                 const DraftParams& params, SpecStats* stats = nullptr, int prefill_batch = 7) {
   SpecConfig config{params, SpecSampling::TargetOnly, {}, static_cast<int64_t>(prompt.size()) + n + 64, prefill_batch};
   Eagle3Proposer proposer(drafter);
   SpeculativeDecoder decoder(target, proposer, config);
@@ -99,7 +99,8 @@ TEST_P(LosslessGreedy, EqualsTargetAloneForChainsAndTrees) {
 // and trees with the same logits as one token at a time (quantized activations are per row), so speculation on them
 // reproduces their own greedy output; the exact echo drafter still has drafts accepted.
 TEST(LosslessGreedyQuantized, EqualsTheQuantizedTargetAlone) {
-  for (const QuantScheme& scheme : {QuantScheme{WeightFormat::Int8Channel, 0}, QuantScheme{WeightFormat::Int4Group, 32}}) {
+  for (const QuantScheme& scheme :
+       {QuantScheme{WeightFormat::Int8Channel, 0}, QuantScheme{WeightFormat::Int4Group, 32}}) {
     const std::string dir = test::temp_dir("lossless_quantized_" + std::to_string(scheme.bits())) + "/target";
     quantize_checkpoint({fixture("drafters/targets/nearecho_fp32"), dir, scheme});
     auto target = Transformer::load(dir);
@@ -114,7 +115,8 @@ INSTANTIATE_TEST_SUITE_P(
     // Random-weight drafters of the real layouts (fc, fc_norm, bf16 paths) whose guesses land sometimes, and the exact
     // drafter in each layout on a target that strays from it (partial acceptance: both accept and reject paths).
     ::testing::Values(GreedyCase{"eagle_official", "tiny/llama_fp32"}, GreedyCase{"specforge", "tiny/llama_fp32"},
-                      GreedyCase{"vllm_bf16", "tiny/llama_fp32"}, GreedyCase{"exact_echo", "drafters/targets/echo_fp32"},
+                      GreedyCase{"vllm_bf16", "tiny/llama_fp32"},
+                      GreedyCase{"exact_echo", "drafters/targets/echo_fp32"},
                       GreedyCase{"exact_echo", "drafters/targets/nearecho_fp32"},
                       GreedyCase{"exact_echo_eagle", "drafters/targets/nearecho_fp32"},
                       GreedyCase{"exact_echo_vllm", "drafters/targets/nearecho_fp32"},
@@ -232,7 +234,8 @@ TEST(DraftTree, ShapeAndCacheInvariants) {
   SamplingParams sp;
   sp.temperature = 0.8f;
   Sampler sampler(sp);
-  for (const DraftParams& p : {DraftParams{5, 4, 8}, DraftParams{3, 1, 4}, DraftParams{4, 3, 20}, DraftParams{2, 8, 64}}) {
+  for (const DraftParams& p :
+       {DraftParams{5, 4, 8}, DraftParams{3, 1, 4}, DraftParams{4, 3, 20}, DraftParams{2, 8, 64}}) {
     for (bool sampled : {false, true}) {
       const DraftTree tree = draft_tree(proposer, 7, V, p, sampled ? &sp : nullptr, &sampler);
       EXPECT_EQ(proposer.cached_tokens(), static_cast<int64_t>(pairs.size()));
@@ -276,8 +279,10 @@ TEST(Acceptance, SyntheticEchoPairIsExactByConstruction) {
     SpecStats stats;
     EXPECT_EQ(speculative(*target, *drafter, prompt, 40, {4, 1, 5}, &stats), plain_greedy(*target, prompt, 40));
     std::printf("[echo pair] deviation %.1f: %s\n", deviation, stats.log_line().c_str());
-    if (deviation == 0.0f) EXPECT_DOUBLE_EQ(stats.accept_length(), 5.0);
-    else EXPECT_LT(stats.accept_length(), 5.0);
+    if (deviation == 0.0f)
+      EXPECT_DOUBLE_EQ(stats.accept_length(), 5.0);
+    else
+      EXPECT_LT(stats.accept_length(), 5.0);
   }
 }
 
@@ -421,9 +426,10 @@ TEST_P(LosslessSampling, GeneratedTokensFollowTheTargetDistribution) {
   int dof2 = 0, dof3 = 0;
   const double chi2 = chi_square(second, exact.second, samples, &dof2);
   const double chi3 = chi_square(third, exact.third, samples, &dof3);
-  std::printf("[sampling] %s: 2nd token chi2 %.1f (dof %d, 0.1%% critical %.1f), 3rd token chi2 %.1f (dof %d, %.1f); %s\n",
-              c.name, chi2, dof2, chi_square_critical(dof2), chi3, dof3, chi_square_critical(dof3),
-              decoder.stats().log_line().c_str());
+  std::printf(
+      "[sampling] %s: 2nd token chi2 %.1f (dof %d, 0.1%% critical %.1f), 3rd token chi2 %.1f (dof %d, %.1f); %s\n",
+      c.name, chi2, dof2, chi_square_critical(dof2), chi3, dof3, chi_square_critical(dof3),
+      decoder.stats().log_line().c_str());
   EXPECT_LT(chi2, chi_square_critical(dof2));
   EXPECT_LT(chi3, chi_square_critical(dof3));
   EXPECT_GT(decoder.stats().accepted, samples / 4) << "the exact drafter should get drafts accepted";

@@ -20,9 +20,9 @@
 namespace eaglet {
 namespace {
 
+using nlohmann::json;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using nlohmann::json;
 
 const json& oracle() {
   static const json data = test::read_oracle_json("tiktoken_oracle.json", "tiktoken_oracle");
@@ -46,8 +46,8 @@ TEST(Tiktoken, EncodeMatchesTheOracle) {
     if (ids == expected) {
       ++agree;
     } else {
-      ADD_FAILURE() << "text " << json(text.substr(0, 200)).dump() << " (" << text.size() << " bytes): "
-                    << ids.size() << " ids, oracle " << expected.size();
+      ADD_FAILURE() << "text " << json(text.substr(0, 200)).dump() << " (" << text.size() << " bytes): " << ids.size()
+                    << " ids, oracle " << expected.size();
     }
     EXPECT_EQ(kimi().encode(text, /*add_bos=*/true), ids) << "Kimi adds no BOS";
   }
@@ -105,9 +105,9 @@ TEST(Tiktoken, LongRunsAreCutAsTheReferenceDoes) {
     const auto ids = kimi().encode(text, false);
     return std::count(ids.begin(), ids.end(), eos);
   };
-  EXPECT_EQ(count(run + "x[EOS]"), 1);  // 25 000 characters: no cut
+  EXPECT_EQ(count(run + "x[EOS]"), 1);   // 25 000 characters: no cut
   EXPECT_EQ(count(run + "a.[EOS]"), 0);  // 25 001: cut between "[EOS" and "]"
-  EXPECT_EQ(count(run + " [EOS]"), 1);  // a space ends the run
+  EXPECT_EQ(count(run + " [EOS]"), 1);   // a space ends the run
 }
 
 // Each translation step, checked on the characters where a plain PCRE2 reading of the Rust pattern goes wrong.
@@ -119,9 +119,9 @@ TEST(Tiktoken, PatternTranslation) {
     return out;
   };
   using V = std::vector<std::string>;
-  EXPECT_EQ(pieces("中文abc"), (V{"中文", "abc"}));          // letters exclude Han (the intersection)
+  EXPECT_EQ(pieces("中文abc"), (V{"中文", "abc"}));                    // letters exclude Han (the intersection)
   EXPECT_EQ(pieces("你好、世界。"), (V{"你好", "、", "世界", "。"}));  // 、。 are Script Common, not Han
-  EXPECT_EQ(pieces("a\u180e!"), (V{"a", "\u180e!"}));         // U+180E is not White_Space
+  EXPECT_EQ(pieces("a\u180e!"), (V{"a", "\u180e!"}));                  // U+180E is not White_Space
   EXPECT_EQ(pieces("a\u0085\u0085b"), (V{"a", "\u0085", "\u0085b"}));  // NEL is White_Space
   EXPECT_EQ(pieces("It'S THEY'LL"), (V{"It'S", " THEY'LL"}));
   EXPECT_EQ(pieces("1234567"), (V{"123", "456", "7"}));
@@ -182,9 +182,7 @@ TEST(TiktokenBadInput, SmallValidFileLoads) {
 
 TEST(TiktokenBadInput, MalformedLinesAreNamed) {
   const std::string lines = valid_model_lines();
-  const auto error = [&](const std::string& name, const std::string& text) {
-    return load_error(kimi_dir(name, text));
-  };
+  const auto error = [&](const std::string& name, const std::string& text) { return load_error(kimi_dir(name, text)); };
   EXPECT_THAT(error("tiktoken_b64", lines + "YW*= 256\n"),
               AllOf(HasSubstr("tiktoken.model:257:"), HasSubstr("not valid base64"), HasSubstr("\"YW*=\"")));
   EXPECT_THAT(error("tiktoken_b64_len", lines + "YWI 256\n"), AllOf(HasSubstr(":257:"), HasSubstr("base64")));
@@ -202,27 +200,26 @@ TEST(TiktokenBadInput, MalformedLinesAreNamed) {
   EXPECT_THAT(error("tiktoken_empty", "\n\n"), AllOf(HasSubstr("tiktoken.model"), HasSubstr("no tokens")));
   std::string missing_byte = lines;
   missing_byte.erase(0, missing_byte.find('\n') + 1);  // drop byte 0x00, rank 0
-  EXPECT_THAT(error("tiktoken_no_byte", missing_byte + "YWI= 0\n"),
-              AllOf(HasSubstr("single byte \\x00 has no rank")));
+  EXPECT_THAT(error("tiktoken_no_byte", missing_byte + "YWI= 0\n"), AllOf(HasSubstr("single byte \\x00 has no rank")));
 }
 
 TEST(TiktokenBadInput, MalformedConfigIsNamed) {
   const std::string lines = valid_model_lines();
   const std::string no_config = test::temp_dir("tiktoken_no_config");
   test::write_file(no_config + "/tiktoken.model", lines);
-  EXPECT_THAT(load_error(no_config), AllOf(HasSubstr("tokenizer_config.json: not found"),
-                                           HasSubstr("added_tokens_decoder")));
+  EXPECT_THAT(load_error(no_config),
+              AllOf(HasSubstr("tokenizer_config.json: not found"), HasSubstr("added_tokens_decoder")));
   EXPECT_THAT(load_error(kimi_dir("tiktoken_no_decoder", lines, "{}")), HasSubstr("\"added_tokens_decoder\""));
-  EXPECT_THAT(load_error(kimi_dir("tiktoken_out_of_range", lines,
-                                  R"({"added_tokens_decoder": {"12": {"content": "[BOS]"}}})")),
-              AllOf(HasSubstr("added_tokens_decoder[\"12\"]"), HasSubstr("special ids are 256..513")));
+  EXPECT_THAT(
+      load_error(kimi_dir("tiktoken_out_of_range", lines, R"({"added_tokens_decoder": {"12": {"content": "[BOS]"}}})")),
+      AllOf(HasSubstr("added_tokens_decoder[\"12\"]"), HasSubstr("special ids are 256..513")));
   EXPECT_THAT(load_error(kimi_dir("tiktoken_same_content", lines,
                                   R"({"added_tokens_decoder": {"256": {"content": "[BOS]"},
                                       "257": {"content": "[BOS]"}}})")),
               AllOf(HasSubstr("ids 256 and 257"), HasSubstr("[BOS]")));
-  EXPECT_THAT(load_error(kimi_dir("tiktoken_no_eos", lines,
-                                  R"({"added_tokens_decoder": {"256": {"content": "[BOS]"}}})")),
-              AllOf(HasSubstr("field \"eos_token\""), HasSubstr("\"[EOS]\"")));
+  EXPECT_THAT(
+      load_error(kimi_dir("tiktoken_no_eos", lines, R"({"added_tokens_decoder": {"256": {"content": "[BOS]"}}})")),
+      AllOf(HasSubstr("field \"eos_token\""), HasSubstr("\"[EOS]\"")));
   const std::string neither = test::temp_dir("tiktoken_neither");
   EXPECT_THAT(load_error(neither), AllOf(HasSubstr("tokenizer.json: not found"), HasSubstr("tiktoken.model")));
 }

@@ -18,9 +18,9 @@
 namespace eaglet {
 namespace {
 
+using nlohmann::json;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using nlohmann::json;
 
 const json& oracle() {
   static const json data = test::read_oracle_json("tokenizer_oracle.json", "tokenizer_oracle");
@@ -162,7 +162,10 @@ TEST(Tokenizer, SpecialTokenFacts) {
 }
 
 TEST(Tokenizer, InvalidUtf8InputIsEncodedAsReplacementCharacters) {
-  const std::string bad = "a\xff" "b\xe4\xbd" "c\x80";
+  const std::string bad =
+      "a\xff"
+      "b\xe4\xbd"
+      "c\x80";
   for (const char* name : {"llama2", "llama3", "qwen3", "pycode-llama-19m"}) {
     const Tokenizer& tok = tokenizer(name);
     const auto ids = tok.encode(bad, false);
@@ -253,22 +256,21 @@ TEST(StreamingDetokenizer, ContinuationKeepsItsLeadingSpace) {
 
 // A minimal valid byte-level BPE tokenizer.json: vocab {a, b, ab, Ġ}, one merge.
 json minimal_tokenizer() {
-  return json{{"version", "1.0"},
-              {"added_tokens", json::array({{{"id", 4},
-                                             {"content", "<|end|>"},
-                                             {"special", true},
-                                             {"lstrip", false},
-                                             {"rstrip", false},
-                                             {"single_word", false},
-                                             {"normalized", false}}})},
-              {"normalizer", nullptr},
-              {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
-              {"post_processor", nullptr},
-              {"decoder", {{"type", "ByteLevel"}}},
-              {"model",
-               {{"type", "BPE"},
-                {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}, {"\u0120", 3}}},
-                {"merges", json::array({"a b"})}}}};
+  return json{
+      {"version", "1.0"},
+      {"added_tokens", json::array({{{"id", 4},
+                                     {"content", "<|end|>"},
+                                     {"special", true},
+                                     {"lstrip", false},
+                                     {"rstrip", false},
+                                     {"single_word", false},
+                                     {"normalized", false}}})},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model",
+       {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}, {"\u0120", 3}}}, {"merges", json::array({"a b"})}}}};
 }
 
 std::string write_tokenizer(const std::string& name, const std::string& text) {
@@ -305,8 +307,7 @@ TEST(TokenizerLoad, IgnoreMergesEmitsWholeWordsInTheVocabulary) {
   j["model"]["vocab"]["aab"] = 5;
   j["model"]["vocab"]["aa"] = 6;
   j["model"]["merges"] = json::array({"a b", "a ab", "a a"});
-  EXPECT_EQ(Tokenizer::load(write_tokenizer("merges_used", j.dump())).encode("aab", false),
-            (std::vector<int32_t>{5}));
+  EXPECT_EQ(Tokenizer::load(write_tokenizer("merges_used", j.dump())).encode("aab", false), (std::vector<int32_t>{5}));
   j["model"]["merges"] = json::array({"a a", "a b"});  // "aab" is not reachable by merges any more
   EXPECT_EQ(Tokenizer::load(write_tokenizer("merges_blocked", j.dump())).encode("aab", false),
             (std::vector<int32_t>{6, 1}));
@@ -329,8 +330,8 @@ TEST(TokenizerLoad, MissingModel) {
   json j = minimal_tokenizer();
   j.erase("model");
   const std::string dir = write_tokenizer("no_model", j.dump());
-  EXPECT_THAT(load_error(dir), AllOf(HasSubstr(dir + "/tokenizer.json"), HasSubstr("field \"model\""),
-                                     HasSubstr("missing")));
+  EXPECT_THAT(load_error(dir),
+              AllOf(HasSubstr(dir + "/tokenizer.json"), HasSubstr("field \"model\""), HasSubstr("missing")));
 }
 
 TEST(TokenizerLoad, UnsupportedModelType) {
@@ -348,8 +349,8 @@ TEST(TokenizerLoad, EmptyVocabularyIsRefused) {
   j["model"]["merges"] = json::array();
   j["added_tokens"] = json::array();
   const std::string dir = write_tokenizer("empty_vocab", j.dump());
-  EXPECT_THAT(load_error(dir), AllOf(HasSubstr(dir + "/tokenizer.json"), HasSubstr("field \"model.vocab\""),
-                                     HasSubstr("non-empty")));
+  EXPECT_THAT(load_error(dir),
+              AllOf(HasSubstr(dir + "/tokenizer.json"), HasSubstr("field \"model.vocab\""), HasSubstr("non-empty")));
 }
 
 TEST(TokenizerLoad, TwoTokensWithOneIdAreRefused) {
@@ -374,12 +375,11 @@ TEST(TokenizerLoad, MergeWithUnknownToken) {
 TEST(TokenizerLoad, BadRegex) {
   json j = minimal_tokenizer();
   j["pre_tokenizer"] = {{"type", "Sequence"},
-                        {"pretokenizers",
-                         json::array({{{"type", "Split"},
-                                       {"pattern", {{"Regex", "(?i:'s|[unclosed"}}},
-                                       {"behavior", "Isolated"},
-                                       {"invert", false}},
-                                      {{"type", "ByteLevel"}, {"use_regex", false}}})}};
+                        {"pretokenizers", json::array({{{"type", "Split"},
+                                                        {"pattern", {{"Regex", "(?i:'s|[unclosed"}}},
+                                                        {"behavior", "Isolated"},
+                                                        {"invert", false}},
+                                                       {{"type", "ByteLevel"}, {"use_regex", false}}})}};
   const std::string dir = write_tokenizer("bad_regex", j.dump());
   EXPECT_THAT(load_error(dir), AllOf(HasSubstr(dir + "/tokenizer.json"),
                                      HasSubstr("field \"pre_tokenizer.pretokenizers[0].pattern.Regex\""),
@@ -410,8 +410,8 @@ TEST(TokenizerLoad, UnsupportedPipelineComponents) {
 
 // A Sequence nested thousands deep is refused by depth, not by exhausting the stack; two deep still loads.
 TEST(TokenizerLoad, DeeplyNestedSequencesAreRefused) {
-  for (const auto& [field, list] : {std::pair{"normalizer", "normalizers"}, {"pre_tokenizer", "pretokenizers"},
-                                    {"post_processor", "processors"}}) {
+  for (const auto& [field, list] :
+       {std::pair{"normalizer", "normalizers"}, {"pre_tokenizer", "pretokenizers"}, {"post_processor", "processors"}}) {
     json inner = json::object({{"type", "Sequence"}, {list, json::array()}});
     json shallow = json::object({{"type", "Sequence"}, {list, json::array({inner})}});
     json j = minimal_tokenizer();
@@ -429,8 +429,9 @@ TEST(TokenizerLoad, DeeplyNestedSequencesAreRefused) {
 TEST(TokenizerLoad, BadTypesAreReported) {
   json j = minimal_tokenizer();
   j["model"]["vocab"]["a"] = "zero";
-  EXPECT_THAT(load_error(write_tokenizer("vocab_type", j.dump())),
-              AllOf(HasSubstr("field \"model.vocab[\"a\"]\""), HasSubstr("expected a token id"), HasSubstr("\"zero\"")));
+  EXPECT_THAT(
+      load_error(write_tokenizer("vocab_type", j.dump())),
+      AllOf(HasSubstr("field \"model.vocab[\"a\"]\""), HasSubstr("expected a token id"), HasSubstr("\"zero\"")));
   j = minimal_tokenizer();
   j["added_tokens"][0].erase("content");
   EXPECT_THAT(load_error(write_tokenizer("added_content", j.dump())), HasSubstr("field \"added_tokens[0].content\""));

@@ -37,7 +37,7 @@ TEST(DraftLayer, DefaultIsThePublishedKimiDrafterAtTheTargetsWidth) {
   EXPECT_EQ(kimi.rms_norm_eps, 1e-5f);
   const LayerShape moonlight = default_draft_layer(2048, 1e-6f);
   EXPECT_EQ(moonlight.head_dim, 128);
-  EXPECT_EQ(moonlight.num_heads, 18);  // round(8 x 2048 / (7 x 128)) = round(18.3)
+  EXPECT_EQ(moonlight.num_heads, 18);            // round(8 x 2048 / (7 x 128)) = round(18.3)
   EXPECT_EQ(moonlight.intermediate_size, 3520);  // 12 x 2048 / 7 = 3510.9, to a multiple of 64
   const LayerShape tiny = default_draft_layer(64, 1e-6f);
   EXPECT_EQ(tiny.head_dim, 32);
@@ -64,14 +64,33 @@ TEST(DraftLayer, ChosenFromTheTargetUnlessItIsNotLlamaShaped) {
 // A draft config for the tiny Kimi target (hidden 64, vocab 384) with every key TorchSpec's Kimi-K2.5 draft config
 // (configs/draft_models/kimi_k25_eagle3.json) has, plus SpecForge's draft_vocab_size and eagle_config.
 json draft_config() {
-  return {{"architectures", {"LlamaForCausalLMEagle3"}}, {"attention_bias", false}, {"attention_dropout", 0.0},
-          {"bos_token_id", 1}, {"eos_token_id", 2}, {"head_dim", 16}, {"hidden_act", "silu"}, {"hidden_size", 64},
-          {"initializer_range", 0.02}, {"intermediate_size", 96}, {"max_position_embeddings", 2048},
-          {"max_window_layers", 36}, {"model_type", "llama"}, {"num_attention_heads", 4}, {"num_hidden_layers", 1},
-          {"num_key_value_heads", 2}, {"rms_norm_eps", 1e-5}, {"rope_scaling", nullptr}, {"rope_theta", 1000000},
-          {"sliding_window", nullptr}, {"tie_word_embeddings", false}, {"torch_dtype", "bfloat16"},
-          {"transformers_version", "4.51.0"}, {"use_cache", true}, {"use_sliding_window", false},
-          {"vocab_size", 384}, {"draft_vocab_size", 200},
+  return {{"architectures", {"LlamaForCausalLMEagle3"}},
+          {"attention_bias", false},
+          {"attention_dropout", 0.0},
+          {"bos_token_id", 1},
+          {"eos_token_id", 2},
+          {"head_dim", 16},
+          {"hidden_act", "silu"},
+          {"hidden_size", 64},
+          {"initializer_range", 0.02},
+          {"intermediate_size", 96},
+          {"max_position_embeddings", 2048},
+          {"max_window_layers", 36},
+          {"model_type", "llama"},
+          {"num_attention_heads", 4},
+          {"num_hidden_layers", 1},
+          {"num_key_value_heads", 2},
+          {"rms_norm_eps", 1e-5},
+          {"rope_scaling", nullptr},
+          {"rope_theta", 1000000},
+          {"sliding_window", nullptr},
+          {"tie_word_embeddings", false},
+          {"torch_dtype", "bfloat16"},
+          {"transformers_version", "4.51.0"},
+          {"use_cache", true},
+          {"use_sliding_window", false},
+          {"vocab_size", 384},
+          {"draft_vocab_size", 200},
           {"eagle_config", {{"eagle_aux_hidden_state_layer_ids", {0, 1, 2}}, {"use_aux_hidden_state", true}}}};
 }
 

@@ -10,13 +10,13 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "generate/generation.h"
 #include "io/safetensors.h"
 #include "kernels/dtype.h"
 #include "model/transformer.h"
 #include "test_env.h"
-#include "tokenizer/tokenizer.h"
-#include "generate/generation.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
 #include "train/dataset.h"
 #include "util/error.h"
 
@@ -130,9 +130,10 @@ TEST(Extract, LossMaskCoversAssistantTurnsOnly) {
     trained.back() += tok.decode({&chat.ids[i], 1});
   }
   EXPECT_EQ(trained, (std::vector<std::string>{"hello, how can I help?<|im_end|>", "use a + b<|im_end|>"}));
-  EXPECT_EQ(tok.decode(chat.ids), "<|im_start|>user\nhi there 0<|im_end|>\n<|im_start|>assistant\nhello, how can I "
-                                  "help?<|im_end|>\n<|im_start|>user\nadd two numbers<|im_end|>\n<|im_start|>"
-                                  "assistant\nuse a + b<|im_end|>\n");
+  EXPECT_EQ(tok.decode(chat.ids),
+            "<|im_start|>user\nhi there 0<|im_end|>\n<|im_start|>assistant\nhello, how can I "
+            "help?<|im_end|>\n<|im_start|>user\nadd two numbers<|im_end|>\n<|im_start|>"
+            "assistant\nuse a + b<|im_end|>\n");
 }
 
 TEST(Extract, TokenBudgetAndResume) {
@@ -258,7 +259,8 @@ TEST(Extract, ResumedRegenerationReusesTheKeptReplies) {
   // A whole line that is not a reply is refused, naming the file and line (only a torn last line is made again).
   for (const std::string bad : {"{\"a\": 1}\n", "[1, 99999999]\n", "[4611686018427387904]\n", "[-1]\n"}) {
     test::write_file(dir + "/out/replies.jsonl", replies.substr(0, second) + bad);
-    EXPECT_THAT(test::error_of([&] { run_extract(o); }), AllOf(HasSubstr("replies.jsonl:2"), HasSubstr("remove the file")))
+    EXPECT_THAT(test::error_of([&] { run_extract(o); }),
+                AllOf(HasSubstr("replies.jsonl:2"), HasSubstr("remove the file")))
         << bad;
   }
 

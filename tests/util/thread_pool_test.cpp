@@ -31,7 +31,13 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
 TEST(ThreadPool, RespectsGrain) {
   ThreadPool pool(4);
   std::atomic<int> chunks{0};
-  pool.parallel_for(10, [&](size_t b, size_t e, int) { chunks++; EXPECT_GE(e - b, 5u); }, 5);
+  pool.parallel_for(
+      10,
+      [&](size_t b, size_t e, int) {
+        chunks++;
+        EXPECT_GE(e - b, 5u);
+      },
+      5);
   EXPECT_LE(chunks.load(), 2);
 }
 

@@ -34,10 +34,10 @@ double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 struct RequestResult {
   bool ok = false;
   std::string error;
-  double ttft = -1;                  // seconds
-  std::vector<double> gaps;          // inter-token latencies, seconds (one per token after the first chunk)
-  int64_t completion_tokens = 0;     // usage
-  int64_t drafts = 0;                // verify rounds (speculative block)
+  double ttft = -1;               // seconds
+  std::vector<double> gaps;       // inter-token latencies, seconds (one per token after the first chunk)
+  int64_t completion_tokens = 0;  // usage
+  int64_t drafts = 0;             // verify rounds (speculative block)
   double accept_length = 0;
 };
 
@@ -198,18 +198,18 @@ Level run_level(const Endpoint& server, const std::vector<json>& prompts, const 
 }
 
 void print_table(const std::vector<Level>& levels) {
-  std::printf("| decoding | clients | requests | ok | req/s | gen tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | "
-              "ITL p99 ms | accept len |\n");
+  std::printf(
+      "| decoding | clients | requests | ok | req/s | gen tok/s | TTFT p50 ms | TTFT p99 ms | ITL p50 ms | "
+      "ITL p99 ms | accept len |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Level& l : levels) {
     const json j = l.to_json();
     char accept[32] = "-";
     if (l.drafts > 0) std::snprintf(accept, sizeof accept, "%.2f", l.accept_length());
     std::printf("| %s | %d | %d | %d | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %s |\n",
-                l.speculative ? "speculative" : "plain", l.clients, l.requests, l.ok,
-                j["requests_per_s"].get<double>(), j["generated_tok_per_s"].get<double>(),
-                j["ttft_p50_ms"].get<double>(), j["ttft_p99_ms"].get<double>(), j["itl_p50_ms"].get<double>(),
-                j["itl_p99_ms"].get<double>(), accept);
+                l.speculative ? "speculative" : "plain", l.clients, l.requests, l.ok, j["requests_per_s"].get<double>(),
+                j["generated_tok_per_s"].get<double>(), j["ttft_p50_ms"].get<double>(), j["ttft_p99_ms"].get<double>(),
+                j["itl_p50_ms"].get<double>(), j["itl_p99_ms"].get<double>(), accept);
   }
   for (const Level& l : levels)
     if (!l.first_error.empty())
@@ -221,8 +221,8 @@ void print_table(const std::vector<Level>& levels) {
 // The server's flags: the target (and drafter), the context, a queue that holds every client.
 std::vector<std::string> serve_args(const BenchArgs& a, const std::string& target, const std::string& drafter) {
   const int max_clients = *std::max_element(a.clients.begin(), a.clients.end());
-  std::vector<std::string> args = {"-m", target, "-c", std::to_string(a.context), "--max-queue",
-                                   std::to_string(std::max(32, max_clients))};
+  std::vector<std::string> args = {
+      "-m", target, "-c", std::to_string(a.context), "--max-queue", std::to_string(std::max(32, max_clients))};
   if (a.bench_threads > 0) args.insert(args.end(), {"-t", std::to_string(a.bench_threads)});
   if (a.max_batch > 0) args.insert(args.end(), {"--max-batch", std::to_string(a.max_batch)});
   if (drafter.empty()) return args;
@@ -238,8 +238,9 @@ void give_tokenizer(const std::string& target, const std::string& tokenizer_dir)
   if (fs::exists(fs::path(target) / "tokenizer.json")) return;
   for (const char* name : {"tokenizer.json", "tokenizer_config.json"}) {
     const fs::path from = fs::path(tokenizer_dir) / name;
-    if (!fs::exists(from)) fail("--tokenizer ", tokenizer_dir, ": no ", name, " (the synthetic pair needs a tokenizer ",
-                                "to be served; give a model folder that has one)");
+    if (!fs::exists(from))
+      fail("--tokenizer ", tokenizer_dir, ": no ", name, " (the synthetic pair needs a tokenizer ",
+           "to be served; give a model folder that has one)");
     fs::copy_file(from, fs::path(target) / name);
   }
 }
@@ -258,8 +259,9 @@ int run_serve(const BenchArgs& a) {
     const json config = json::parse(std::ifstream(target + "/config.json"));
     for (auto& p : random_prompts(a, config.at("vocab_size").get<int64_t>())) prompts.push_back(p);
   } else {
-    if (a.prompts_file.empty()) fail("bench serve: --prompts FILE is required (JSON lines with a 'prompt' field, or ",
-                                     "one prompt per line), or --echo-pair");
+    if (a.prompts_file.empty())
+      fail("bench serve: --prompts FILE is required (JSON lines with a 'prompt' field, or ",
+           "one prompt per line), or --echo-pair");
     for (auto& p : read_prompts_file(a.prompts_file, a.num_prompts)) prompts.push_back(p);
   }
   std::unique_ptr<ServeProcess> process;
@@ -279,11 +281,8 @@ int run_serve(const BenchArgs& a) {
   }
   const Endpoint server = parse_url(url);
   // One request first: the model's pages are read in before anything is timed.
-  const json warmup = {{"prompt", prompts[0]},
-                       {"max_tokens", 2},
-                       {"temperature", 0},
-                       {"stream", true},
-                       {"return_token_origin", true}};
+  const json warmup = {
+      {"prompt", prompts[0]}, {"max_tokens", 2}, {"temperature", 0}, {"stream", true}, {"return_token_origin", true}};
   if (const RequestResult w = stream_completion(server, warmup); !w.ok)
     fail("bench serve: ", url, " did not answer a completion: ", w.error);
   const bool speculative = a.url.empty() ? !drafter.empty() : true;  // a running server decides itself
@@ -291,16 +290,16 @@ int run_serve(const BenchArgs& a) {
   for (const bool spec : speculative ? std::vector<bool>{true, false} : std::vector<bool>{false})
     for (const int clients : a.clients) {
       levels.push_back(run_level(server, prompts, a, spec, clients));
-      log_info(strprintf("bench serve: %s, %d clients: %d requests in %.2f s", spec ? "speculative" : "plain",
-                         clients, levels.back().requests, levels.back().wall_s));
+      log_info(strprintf("bench serve: %s, %d clients: %d requests in %.2f s", spec ? "speculative" : "plain", clients,
+                         levels.back().requests, levels.back().wall_s));
     }
   if (a.json) {
     json rows = json::array();
     for (const Level& l : levels) rows.push_back(l.to_json());
-    std::printf("%s\n", json({{"url", url}, {"max_tokens", a.max_tokens}, {"prompts", prompts.size()},
-                              {"levels", rows}})
-                            .dump(2)
-                            .c_str());
+    std::printf("%s\n",
+                json({{"url", url}, {"max_tokens", a.max_tokens}, {"prompts", prompts.size()}, {"levels", rows}})
+                    .dump(2)
+                    .c_str());
   } else {
     print_table(levels);
   }

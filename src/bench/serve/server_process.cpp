@@ -18,8 +18,8 @@ namespace eaglet::bench {
 
 ServeProcess::ServeProcess(const std::vector<std::string>& args, int wait_s) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
-  log_path_ = (std::filesystem::temp_directory_path() / ("eaglet-bench-serve-" + std::to_string(getpid()) + ".log"))
-                  .string();
+  log_path_ =
+      (std::filesystem::temp_directory_path() / ("eaglet-bench-serve-" + std::to_string(getpid()) + ".log")).string();
   std::vector<std::string> argv = {self.string(), "serve"};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"--port", "0"});

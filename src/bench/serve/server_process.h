@@ -1,7 +1,7 @@
 #pragma once
 // `eaglet serve` started by `eaglet bench serve` (this same binary, on a free port), stopped with SIGTERM.
-#include <string>
 #include <sys/types.h>
+#include <string>
 #include <vector>
 
 namespace eaglet::bench {

@@ -6,21 +6,26 @@
 #include "train/torch/trainer.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"eaglet train-draft: train an EAGLE-3 drafter on the features `eaglet extract` (or speculators, SpecForge) wrote"};
+  CLI::App app{
+      "eaglet train-draft: train an EAGLE-3 drafter on the features `eaglet extract` (or speculators, SpecForge) "
+      "wrote"};
   app.name("eaglet train-draft");
   eaglet::TrainOptions o;
   std::vector<std::string> settings;
   app.add_option("--target,-m", o.target_dir, "Target model folder (the one the data was extracted with)")->required();
-  app.add_option("--data", o.data_dir, "Folder written by eaglet extract, or a speculators / SpecForge dump")->required();
+  app.add_option("--data", o.data_dir, "Folder written by eaglet extract, or a speculators / SpecForge dump")
+      ->required();
   app.add_option("--data-format", o.source.format, "eaglet, speculators or specforge (default: detected)")
       ->check(CLI::IsMember({"eaglet", "speculators", "specforge"}));
   app.add_option("--dump-layers", o.source.layers,
                  "Dumps: the aux layer ids they hold, in their framework's numbering, or `default`");
   app.add_option("--dump-final", o.source.final_state, "Dumps: their final state (default: the framework's)")
       ->check(CLI::IsMember({"pre-norm", "post-norm"}));
-  app.add_option("--dump-loss-mask", o.source.loss_mask, "Dumps without a loss mask (speculators): `all` trains every token")
+  app.add_option("--dump-loss-mask", o.source.loss_mask,
+                 "Dumps without a loss mask (speculators): `all` trains every token")
       ->check(CLI::IsMember({"all"}));
-  app.add_option("--draft-vocab", o.source.draft_vocab, "Dumps and --online: draft vocabulary size (default min(32000, vocab))")
+  app.add_option("--draft-vocab", o.source.draft_vocab,
+                 "Dumps and --online: draft vocabulary size (default min(32000, vocab))")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   app.add_option("--dump-check-tolerance", o.source.check_tolerance,
                  "Dumps: largest relative difference from the target's own states on the first row")
@@ -30,12 +35,16 @@ int main(int argc, char** argv) {
                  "target's layer, or for MLA/MoE/yarn targets a Llama layer scaled from the published Kimi drafter")
       ->check(CLI::ExistingFile);
   std::string online_layers;
-  app.add_option("--layers", online_layers, "--online: aux layers to capture, HF hidden_states ids (default 2,L/2,L-3)");
+  app.add_option("--layers", online_layers,
+                 "--online: aux layers to capture, HF hidden_states ids (default 2,L/2,L-3)");
   app.add_option("--out", o.out_dir, "Output folder: the kept drafter (SGLang layout) and train-state/")->required();
-  app.add_option("--steps", o.steps, "Optimizer steps (0: --epochs passes)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_option("--epochs", o.epochs, "Passes over the training sequences when --steps is 0")->check(CLI::Range(0.0, 1e6));
+  app.add_option("--steps", o.steps, "Optimizer steps (0: --epochs passes)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--epochs", o.epochs, "Passes over the training sequences when --steps is 0")
+      ->check(CLI::Range(0.0, 1e6));
   app.add_option("--batch", o.batch, "Sequences per step")->check(CLI::Range(1, 4096));
-  app.add_option("--max-length", o.max_length, "Tokens per training sequence")->check(CLI::Range(int64_t{4}, int64_t{1} << 20));
+  app.add_option("--max-length", o.max_length, "Tokens per training sequence")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 20));
   app.add_option("--ttt-steps", o.ttt_steps, "Unrolled training-time-test steps")->check(CLI::Range(1, 32));
   app.add_option("--decay", o.decay, "Loss weight decay per TTT step")->check(CLI::Range(0.0, 1.0));
   app.add_option("--lr", o.lr, "Peak learning rate (AdamW, warmup then cosine)")->check(CLI::Range(0.0, 10.0));
@@ -46,13 +55,17 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "Seed of the initialisation and the data order")->check(eaglet::cli::at_least(0));
   app.add_option("--holdout", o.holdout, "Share of sequences held out for evaluation")->check(CLI::Range(0.001, 0.5));
   app.add_option("--log-every", o.log_every, "Log a training line every N steps")->check(CLI::Range(1, 1 << 30));
-  app.add_option("--eval-every", o.eval_every, "Evaluate (held-out acc_k, served accept len) every N steps; 0: at the end")
+  app.add_option("--eval-every", o.eval_every,
+                 "Evaluate (held-out acc_k, served accept len) every N steps; 0: at the end")
       ->check(CLI::Range(0, 1 << 30));
   app.add_option("--save-every", o.save_every, "Checkpoint train-state/ every N steps")->check(CLI::Range(1, 1 << 30));
-  app.add_option("--eval-prompts", o.eval_prompts, "Held-out prompts decoded for served accept len")->check(CLI::Range(1, 100000));
-  app.add_option("--eval-prompt-tokens", o.eval_prompt_tokens, "Tokens of each held-out prompt")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--eval-prompts", o.eval_prompts, "Held-out prompts decoded for served accept len")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--eval-prompt-tokens", o.eval_prompt_tokens, "Tokens of each held-out prompt")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--eval-max-tokens", o.eval_max_tokens, "Tokens generated per prompt")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--eval-settings", settings, "Settings steps,topk,tokens measured (default 4,1,5 5,4,8); the last selects")
+  app.add_option("--eval-settings", settings,
+                 "Settings steps,topk,tokens measured (default 4,1,5 5,4,8); the last selects")
       ->delimiter(' ');
   app.add_option("--check-tolerance", o.check_tolerance, "One-network check: largest relative logit difference")
       ->check(CLI::Range(0.0, 1.0));
@@ -69,7 +82,8 @@ int main(int argc, char** argv) {
     if (!online_layers.empty()) o.online_aux_layers = eaglet::parse_int_list(online_layers, "--layers");
     if (!settings.empty()) {
       o.eval_settings.clear();
-      for (const std::string& s : settings) o.eval_settings.push_back(eaglet::parse_draft_setting(s, "--eval-settings"));
+      for (const std::string& s : settings)
+        o.eval_settings.push_back(eaglet::parse_draft_setting(s, "--eval-settings"));
       o.select_setting = o.eval_settings.size() - 1;
     }
     const eaglet::TrainSummary s = eaglet::run_train_draft(o);

@@ -5,7 +5,8 @@
 
 namespace eaglet {
 
-DraftNet::DraftNet(const DrafterConfig& c, int64_t num_aux, torch::Tensor embed) : config_(c), embed_(std::move(embed)) {
+DraftNet::DraftNet(const DrafterConfig& c, int64_t num_aux, torch::Tensor embed)
+    : config_(c), embed_(std::move(embed)) {
   if (c.num_layers != 1 || c.norm_before_residual || c.norm_before_fc || c.fc_norm || c.norm_output)
     fail("train-draft: only the plain one-layer EAGLE-3 drafter is trained (no norm_before_* / fc_norm / norm_output)");
   for (const TensorSpec& spec : eagle3_tensors(c, "midlayer.", num_aux, c.vocab_size)) {
@@ -44,8 +45,8 @@ torch::Tensor DraftNet::step(const torch::Tensor& ids, const torch::Tensor& g, i
   const int64_t B = g.size(0), T = g.size(1), nh = c.num_heads, kvh = c.num_kv_heads, d = c.head_dim;
   const auto& p = params_;
   const torch::Tensor e = embed_.index_select(0, ids.reshape({-1})).reshape({B, T, -1});
-  const torch::Tensor u = torch::cat({rms_norm(e, "midlayer.input_layernorm.weight"),
-                                      rms_norm(g, "midlayer.hidden_norm.weight")}, -1);
+  const torch::Tensor u =
+      torch::cat({rms_norm(e, "midlayer.input_layernorm.weight"), rms_norm(g, "midlayer.hidden_norm.weight")}, -1);
   const auto project = [&](const char* name, int64_t heads) {
     return torch::matmul(u, p.at(std::string("midlayer.self_attn.") + name + ".weight").t())
         .reshape({B, T, heads, d})
@@ -79,7 +80,8 @@ torch::Tensor DraftNet::logits(const torch::Tensor& h_out) const {
 }
 
 // nn.Linear's default initialisation for matrices, ones for norms; lm_head = the target's rows of the draft vocabulary.
-void init_draft_net(DraftNet& net, const torch::Tensor& target_head, const std::vector<int32_t>& draft_ids, uint64_t seed) {
+void init_draft_net(DraftNet& net, const torch::Tensor& target_head, const std::vector<int32_t>& draft_ids,
+                    uint64_t seed) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(seed);
   for (auto& [name, t] : net.params()) {

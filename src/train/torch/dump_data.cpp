@@ -6,8 +6,8 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 enum class Layout { Speculators, SpeculatorsLegacy, SpecForge };
 
 const char* layout_name(Layout l) {
-  return l == Layout::Speculators ? "speculators (hs_{i}.safetensors)"
+  return l == Layout::Speculators         ? "speculators (hs_{i}.safetensors)"
          : l == Layout::SpeculatorsLegacy ? "speculators legacy (data_{i}.pt)"
                                           : "specforge (data_{i}.ckpt)";
 }
@@ -49,7 +49,8 @@ void list_files(const fs::path& dir, const std::regex& name, std::vector<DumpFil
     std::smatch m;
     const std::string f = e.path().filename().string();
     std::error_code ec;  // a symlink loop among the files is not a dump file (not an exception)
-    if (e.is_regular_file(ec) && std::regex_match(f, m, name)) out.push_back({std::stoll(m[1].str()), e.path().string()});
+    if (e.is_regular_file(ec) && std::regex_match(f, m, name))
+      out.push_back({std::stoll(m[1].str()), e.path().string()});
   }
 }
 
@@ -175,7 +176,8 @@ RowTensors load_speculators(const std::string& path, const Shape& s) {
   if (hs.dtype == DType::I64 || hs.dtype == DType::I32 || hs.dtype == DType::BOOL || hs.shape.size() != 3 ||
       hs.shape[0] != T || hs.shape[1] != s.n_aux + 1 || hs.shape[2] != s.H)
     fail(path, ": hidden_states is ", dtype_name(hs.dtype), " ", hs.shape_str(), ", expected floating [", T, ", ",
-         s.n_aux + 1, ", ", s.H, "] (", s.n_aux, " aux layers from --dump-layers, then the final state); give "
+         s.n_aux + 1, ", ", s.H, "] (", s.n_aux,
+         " aux layers from --dump-layers, then the final state); give "
          "--dump-layers the ids the dump was made with");
   RowTensors r;
   r.ids = torch::empty({T}, torch::kInt64);
@@ -224,8 +226,9 @@ RowTensors load_torch_row(const std::string& path, Layout layout, const Shape& s
 RowTensors load_row(const std::string& path, Layout layout, const Shape& s) {
   RowTensors r = layout == Layout::Speculators ? load_speculators(path, s) : load_torch_row(path, layout, s);
   if (layout == Layout::Speculators && !s.mask_all)
-    fail(path, ": speculators keeps the loss mask in its Arrow dataset, which eaglet does not read; pass "
-               "--dump-loss-mask all to train on every token");
+    fail(path,
+         ": speculators keeps the loss mask in its Arrow dataset, which eaglet does not read; pass "
+         "--dump-loss-mask all to train on every token");
   if (s.mask_all) r.mask = torch::ones_like(r.mask);
   return r;
 }
@@ -271,8 +274,9 @@ std::vector<int> resolve_layers(const DataSourceOptions& o, Layout layout, int L
     }
     if (!o.layers.empty() && o.layers != "default") given = parse_ids(o.layers, "--dump-layers");
     if (recorded.empty() && given.empty())
-      fail(path, ": missing, and no --dump-layers: the layer ids of a legacy speculators dump are needed (as in its "
-                 "data_config.json: layer outputs, the last one L-1 for the final state)");
+      fail(path,
+           ": missing, and no --dump-layers: the layer ids of a legacy speculators dump are needed (as in its "
+           "data_config.json: layer outputs, the last one L-1 for the final state)");
     if (!recorded.empty() && !given.empty() && recorded != given)
       fail("--dump-layers ", ids_str(given), " disagrees with ", path, " ", ids_str(recorded), "; drop the flag");
     if (given.empty()) given = recorded;
@@ -284,11 +288,12 @@ std::vector<int> resolve_layers(const DataSourceOptions& o, Layout layout, int L
     return given;
   }
   const bool vllm = layout == Layout::Speculators;
-  const std::vector<int> defaults =
-      vllm ? std::vector<int>{2, L / 2, L - 3} : std::vector<int>{1, L / 2 - 1, L - 4};
+  const std::vector<int> defaults = vllm ? std::vector<int>{2, L / 2, L - 3} : std::vector<int>{1, L / 2 - 1, L - 4};
   if (o.layers.empty())
-    fail("--dump-layers is required for ", layout_name(layout), ": the files do not record which layers they hold. "
-         "Pass the ids given to ", vllm ? "speculators (--target-layer-ids, without the final layer)" : "SpecForge",
+    fail("--dump-layers is required for ", layout_name(layout),
+         ": the files do not record which layers they hold. "
+         "Pass the ids given to ",
+         vllm ? "speculators (--target-layer-ids, without the final layer)" : "SpecForge",
          ", or `default` for its default ", ids_str(defaults), " of this ", L, "-layer target");
   given = o.layers == "default" ? defaults : parse_ids(o.layers, "--dump-layers");
   if (!vllm)
@@ -316,8 +321,9 @@ void check_against_target(const std::string& path, const RowTensors& row, const 
   for (int64_t t = 0; t < n; ++t) ids[static_cast<size_t>(t)] = static_cast<int32_t>(row.ids[t].item<int64_t>());
   KVCache cache = target.make_cache(n);
   target.forward(cache, {.tokens = {ids.data(), ids.size()}});
-  const torch::Tensor R = torch::tensor(std::vector<float>(target.aux_hidden().begin(), target.aux_hidden().end()),
-                                        torch::kFloat32).reshape({n, L + 1, H});
+  const torch::Tensor R =
+      torch::tensor(std::vector<float>(target.aux_hidden().begin(), target.aux_hidden().end()), torch::kFloat32)
+          .reshape({n, L + 1, H});
   target.set_aux_layers(saved);
   const auto best_match = [&](const torch::Tensor& x, int* best) {
     double err = 1e300;
@@ -338,13 +344,13 @@ void check_against_target(const std::string& path, const RowTensors& row, const 
            "] (", be, "): fix --dump-layers (mind the framework's layer numbering) or use the dump's own target");
   }
   const torch::Tensor fin = row.final_hidden.narrow(0, 0, n), pre = R.select(1, L);
-  const torch::Tensor post =
-      pre * torch::rsqrt(pre.pow(2).mean(-1, true) + c.rms_norm_eps) * torch::tensor(target.final_norm(), torch::kFloat32);
+  const torch::Tensor post = pre * torch::rsqrt(pre.pow(2).mean(-1, true) + c.rms_norm_eps) *
+                             torch::tensor(target.final_norm(), torch::kFloat32);
   const double e_pre = rel_diff(fin, pre), e_post = rel_diff(fin, post);
   if ((normed ? e_post : e_pre) > tol) {
     const bool other = (normed ? e_pre : e_post) <= tol;
-    fail(path, ": the final state is declared ", normed ? "post-norm" : "pre-norm", " but differs from the target's by ",
-         normed ? e_post : e_pre, " (tolerance ", tol, ")",
+    fail(path, ": the final state is declared ", normed ? "post-norm" : "pre-norm",
+         " but differs from the target's by ", normed ? e_post : e_pre, " (tolerance ", tol, ")",
          other ? std::string("; it is the ") + (normed ? "pre-norm" : "post-norm") + " state: pass --dump-final " +
                      (normed ? "pre-norm" : "post-norm")
                : std::string("; it is neither norm state of ") + c.dir + ": was the dump made with this target?");
@@ -366,8 +372,8 @@ class DumpData : public TrainingData {
     aux_layers_ = resolve_layers(o, layout, static_cast<int>(c.num_layers));
     for (size_t i = 0; i < aux_layers_.size(); ++i)
       if (aux_layers_[i] < 1 || aux_layers_[i] >= c.num_layers || (i > 0 && aux_layers_[i] <= aux_layers_[i - 1]))
-        fail("--dump-layers ", o.layers, " gives hidden_states ids ", ids_str(aux_layers_), ": they must ascend in [1, ",
-             c.num_layers - 1, "] for this ", c.num_layers, "-layer target");
+        fail("--dump-layers ", o.layers, " gives hidden_states ids ", ids_str(aux_layers_),
+             ": they must ascend in [1, ", c.num_layers - 1, "] for this ", c.num_layers, "-layer target");
     shape_ = {hidden_, static_cast<int>(aux_layers_.size()), o.loss_mask == "all"};
     files_ = find_files(o.dir, layout);
     if (files_.empty()) fail(o.dir, ": no ", layout_name(layout), " files");
@@ -385,7 +391,8 @@ class DumpData : public TrainingData {
       const int64_t* masks = r.mask.data_ptr<int64_t>();
       for (int64_t t = 0; t < T; ++t) {
         const int64_t id = ids[static_cast<size_t>(t)], m = masks[t];
-        if (id < 0 || id >= vocab_) fail(path, ": input_ids[", t, "] = ", id, " is outside the vocabulary [0, ", vocab_, ") of ", c.dir);
+        if (id < 0 || id >= vocab_)
+          fail(path, ": input_ids[", t, "] = ", id, " is outside the vocabulary [0, ", vocab_, ") of ", c.dir);
         if (m != 0 && m != 1) fail(path, ": loss_mask[", t, "] = ", m, ", expected 0 or 1");
         mask[static_cast<size_t>(t)] = static_cast<uint8_t>(m);
         if (m != 0) ++counts[static_cast<size_t>(id)];
@@ -399,11 +406,12 @@ class DumpData : public TrainingData {
     const DraftVocab v = build_draft_vocab(counts, n);
     d2t_ = v.d2t;
     t2d_ = v.t2d;
-    log_info(strprintf("train-draft: %s, %zu files, %lld tokens, %s; aux layers hidden_states %s; final state %s; draft "
-                 "vocabulary %lld from the loss-masked tokens (coverage %.1f%%); checked against the target",
-                 layout_name(layout), files_.size(), static_cast<long long>(tokens_), dtype_.c_str(),
-                 ids_str(aux_layers_).c_str(), final_normed_ ? "post-norm" : "pre-norm", static_cast<long long>(n),
-                 100.0 * v.coverage));
+    log_info(
+        strprintf("train-draft: %s, %zu files, %lld tokens, %s; aux layers hidden_states %s; final state %s; draft "
+                  "vocabulary %lld from the loss-masked tokens (coverage %.1f%%); checked against the target",
+                  layout_name(layout), files_.size(), static_cast<long long>(tokens_), dtype_.c_str(),
+                  ids_str(aux_layers_).c_str(), final_normed_ ? "post-norm" : "pre-norm", static_cast<long long>(n),
+                  100.0 * v.coverage));
   }
 
   std::vector<SequenceRef> sequences(int64_t max_length) const override {
@@ -448,9 +456,9 @@ std::unique_ptr<TrainingData> open_extracted(const std::string& dir, const Model
   const std::string manifest = (fs::path(dir) / "manifest.json").string();
   if (data->hidden_size() != tc.hidden_size || data->vocab_size() != tc.vocab_size ||
       json_int(s, manifest, "target_num_layers", -1) != tc.num_layers)
-    fail(manifest, ": extracted from another target (hidden ", data->hidden_size(), ", vocabulary ",
-         data->vocab_size(), ", ", json_int(s, manifest, "target_num_layers", -1), " layers) than ", tc.dir, " (",
-         tc.hidden_size, ", ", tc.vocab_size, ", ", tc.num_layers, "); extract again with -m ", tc.dir);
+    fail(manifest, ": extracted from another target (hidden ", data->hidden_size(), ", vocabulary ", data->vocab_size(),
+         ", ", json_int(s, manifest, "target_num_layers", -1), " layers) than ", tc.dir, " (", tc.hidden_size, ", ",
+         tc.vocab_size, ", ", tc.num_layers, "); extract again with -m ", tc.dir);
   return data;
 }
 
@@ -463,9 +471,12 @@ std::string detect_data_format(const std::string& dir) {
   for (Layout l : {Layout::Speculators, Layout::SpeculatorsLegacy, Layout::SpecForge})
     if (!find_files(dir, l).empty()) found.push_back(layout_name(l));
   if (found.empty())
-    fail(dir, ": holds no training data: not a folder written by `eaglet extract` (run it first: eaglet extract -m "
-              "TARGET --data FILE.jsonl --out ", dir, "), nor a speculators (hs_{i}.safetensors, data_{i}.pt) or "
-              "SpecForge (data_{i}.ckpt[.gz]) dump");
+    fail(dir,
+         ": holds no training data: not a folder written by `eaglet extract` (run it first: eaglet extract -m "
+         "TARGET --data FILE.jsonl --out ",
+         dir,
+         "), nor a speculators (hs_{i}.safetensors, data_{i}.pt) or "
+         "SpecForge (data_{i}.ckpt[.gz]) dump");
   if (found.size() > 1) {
     std::string list;
     for (const std::string& f : found) list += (list.empty() ? "" : ", ") + f;
@@ -482,13 +493,13 @@ std::unique_ptr<TrainingData> open_training_data(const DataSourceOptions& o, Tra
   }
   if (format == "eaglet") {
     if (!o.layers.empty() || !o.final_state.empty() || !o.loss_mask.empty())
-      fail("--dump-layers, --dump-final and --dump-loss-mask describe speculators or SpecForge dumps; eaglet extract "
-           "records its own layers (drop them)");
+      fail(
+          "--dump-layers, --dump-final and --dump-loss-mask describe speculators or SpecForge dumps; eaglet extract "
+          "records its own layers (drop them)");
     return open_extracted(o.dir, target.config());
   }
   if (format == "specforge") return std::make_unique<DumpData>(o, Layout::SpecForge, target);
-  if (format != "speculators")
-    fail("--data-format must be eaglet, speculators or specforge, found '", format, "'");
+  if (format != "speculators") fail("--data-format must be eaglet, speculators or specforge, found '", format, "'");
   const bool current = !find_files(o.dir, Layout::Speculators).empty();
   const bool legacy = !find_files(o.dir, Layout::SpeculatorsLegacy).empty();
   if (current && legacy) fail(o.dir, ": holds both hs_{i}.safetensors and data_{i}.pt; keep one speculators layout");

@@ -22,11 +22,11 @@ class Transformer;
 
 struct DataSourceOptions {
   std::string dir;
-  std::string format;       // eaglet | speculators | specforge; empty: detected (only when unambiguous)
-  std::string layers;       // --dump-layers: the dump's layer ids in its framework's convention, or "default"
-  std::string final_state;  // --dump-final: pre-norm | post-norm; empty: the framework's convention
-  std::string loss_mask;    // --dump-loss-mask: empty (from the files) or "all"
-  int64_t draft_vocab = 0;  // dumps: the draft vocabulary size (0: min(32000, target vocab))
+  std::string format;             // eaglet | speculators | specforge; empty: detected (only when unambiguous)
+  std::string layers;             // --dump-layers: the dump's layer ids in its framework's convention, or "default"
+  std::string final_state;        // --dump-final: pre-norm | post-norm; empty: the framework's convention
+  std::string loss_mask;          // --dump-loss-mask: empty (from the files) or "all"
+  int64_t draft_vocab = 0;        // dumps: the draft vocabulary size (0: min(32000, target vocab))
   double check_tolerance = 0.05;  // relative difference allowed between the dump and the target's own states
 };
 

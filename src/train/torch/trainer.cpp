@@ -11,8 +11,8 @@
 #include <numbers>
 #include <random>
 
-#include "drafter/speculation.h"
 #include "drafter/eagle3_export.h"
+#include "drafter/speculation.h"
 #include "io/files.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
@@ -20,10 +20,10 @@
 #include "model/block.h"
 #include "model/transformer.h"
 #include "train/draft_layer.h"
-#include "train/served_eval.h"
 #include "train/online_data.h"
-#include "train/torch/dump_data.h"
+#include "train/served_eval.h"
 #include "train/torch/draft_net.h"
+#include "train/torch/dump_data.h"
 #include "train/torch/ttt.h"
 #include "util/error.h"
 #include "util/int_list.h"
@@ -52,7 +52,8 @@ void write_new_drafter_config(const std::string& dir, const ModelConfig& t, cons
                               const std::vector<int>& aux, int64_t draft_vocab) {
   const DrafterConfig c = new_drafter_config(layer, t, draft_vocab);
   create_output_dir(dir);
-  write_file_atomic((fs::path(dir) / "config.json").string(), sglang_drafter_config(c, aux, t, DType::BF16).dump(2) + "\n");
+  write_file_atomic((fs::path(dir) / "config.json").string(),
+                    sglang_drafter_config(c, aux, t, DType::BF16).dump(2) + "\n");
 }
 
 namespace {
@@ -119,14 +120,15 @@ struct HeldOut {
   std::vector<double> loss, acc;
 };
 
-HeldOut evaluate(const DraftNet& net, const TrainingData& data, const Teacher& teacher, const std::vector<SequenceRef>& held, int steps,
-                 double decay, int batch) {
+HeldOut evaluate(const DraftNet& net, const TrainingData& data, const Teacher& teacher,
+                 const std::vector<SequenceRef>& held, int steps, double decay, int batch) {
   torch::NoGradGuard no_grad;
   HeldOut h{std::vector<double>(static_cast<size_t>(steps), 0.0), std::vector<double>(static_cast<size_t>(steps), 0.0)};
   std::vector<int64_t> counts(static_cast<size_t>(steps), 0);
   for (size_t i = 0; i < held.size(); i += static_cast<size_t>(batch)) {
-    const std::vector<SequenceRef> seqs(held.begin() + static_cast<long>(i),
-                                        held.begin() + static_cast<long>(std::min(held.size(), i + static_cast<size_t>(batch))));
+    const std::vector<SequenceRef> seqs(
+        held.begin() + static_cast<long>(i),
+        held.begin() + static_cast<long>(std::min(held.size(), i + static_cast<size_t>(batch))));
     const TttResult r = ttt_loss(net, make_ttt_batch(data, teacher, seqs), steps, decay);
     for (size_t k = 0; k < static_cast<size_t>(steps); ++k) {
       h.loss[k] += r.step_loss[k] * static_cast<double>(r.step_count[k]);
@@ -149,7 +151,8 @@ double check_one_network(const DraftNet& net, const std::string& dir, Transforme
   torch::NoGradGuard no_grad;
   DraftNet rounded = net;
   for (auto& [name, t] : rounded.params()) t = t.detach().to(torch::kBFloat16).to(torch::kFloat32);
-  const int64_t n = std::min<int64_t>(32, seq.length - 2), W = static_cast<int64_t>(data.aux_layers().size()) * data.hidden_size();
+  const int64_t n = std::min<int64_t>(32, seq.length - 2),
+                W = static_cast<int64_t>(data.aux_layers().size()) * data.hidden_size();
   if (n < 1) fail("train-draft: the held-out sequence for the one-network check is too short");
   std::vector<int64_t> ids(static_cast<size_t>(n + 2));
   std::vector<float> aux(static_cast<size_t>((n + 2) * W));
@@ -181,7 +184,8 @@ double check_one_network(const DraftNet& net, const std::string& dir, Transforme
   const torch::Tensor mine1 = rounded.logits(h1)[0][n - 1];
   const torch::Tensor theirs0 = torch::tensor(served_logits, torch::kFloat32).reshape({n, Vd});
   const torch::Tensor theirs1 = torch::tensor(served_step1, torch::kFloat32);
-  const double diff = std::max((mine0 - theirs0).abs().max().item<double>(), (mine1 - theirs1).abs().max().item<double>());
+  const double diff =
+      std::max((mine0 - theirs0).abs().max().item<double>(), (mine1 - theirs1).abs().max().item<double>());
   const double scale = 1.0 + std::max(mine0.abs().max().item<double>(), mine1.abs().max().item<double>());
   return diff / scale;
 }
@@ -217,8 +221,8 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   const ModelConfig& tc = target->config();
   DataSourceOptions source = o.source;
   source.dir = o.data_dir;
-  if (o.online && (!source.format.empty() || !source.layers.empty() || !source.final_state.empty() ||
-                   !source.loss_mask.empty()))
+  if (o.online &&
+      (!source.format.empty() || !source.layers.empty() || !source.final_state.empty() || !source.loss_mask.empty()))
     fail("train-draft: --online reads a JSONL file through the target; --data-format and --dump-* describe files");
   OnlineOptions online;
   online.data_file = o.data_dir;
@@ -245,15 +249,17 @@ TrainSummary run_train_draft(const TrainOptions& o) {
          held.size(), "); extract more rows or change --holdout");
   int64_t train_tokens = 0;
   for (const SequenceRef& q : train) train_tokens += q.length;
-  const int64_t steps = o.steps > 0 ? o.steps
-                                    : std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
-                                                               o.epochs * static_cast<double>(train.size()) / o.batch)));
+  const int64_t steps =
+      o.steps > 0 ? o.steps
+                  : std::max<int64_t>(
+                        1, static_cast<int64_t>(std::ceil(o.epochs * static_cast<double>(train.size()) / o.batch)));
 
   const fs::path out(o.out_dir), candidate = out / ".candidate", state_dir = out / "train-state";
   // Made (or refused: a file, a symlink loop, a path through a file, a read-only place) before any training.
   create_output_dir(o.out_dir);
   std::vector<int32_t> draft_ids;
-  for (size_t i = 0; i < data.d2t().size(); ++i) draft_ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + data.d2t()[i]));
+  for (size_t i = 0; i < data.d2t().size(); ++i)
+    draft_ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + data.d2t()[i]));
   const int64_t Vd = static_cast<int64_t>(draft_ids.size());
   fs::remove_all(candidate);
   const DraftLayer layer = choose_draft_layer(tc, o.draft_config, data.aux_layers(), Vd);
@@ -276,13 +282,16 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     if (!path_exists((state_dir / "state.json").string()))
       fail((state_dir / "state.json").string(), ": no checkpoint to resume (run without --resume to start)");
     const json st = read_json_file((state_dir / "state.json").string());
-    if (st.value("data", "") != fs::absolute(o.data_dir).lexically_normal().string() || st.value("seed", 0ull) != o.seed ||
-        st.value("batch", 0) != o.batch || st.value("max_length", 0ll) != o.max_length)
-      fail((state_dir / "state.json").string(), ": the checkpoint was trained with other data, seed, batch or "
-                                                "max length; resume with the same flags or start a new --out");
+    if (st.value("data", "") != fs::absolute(o.data_dir).lexically_normal().string() ||
+        st.value("seed", 0ull) != o.seed || st.value("batch", 0) != o.batch ||
+        st.value("max_length", 0ll) != o.max_length)
+      fail((state_dir / "state.json").string(),
+           ": the checkpoint was trained with other data, seed, batch or "
+           "max length; resume with the same flags or start a new --out");
     if (st.contains("draft_layer") && st["draft_layer"] != describe_layer(layer.shape))
       fail((state_dir / "state.json").string(), ": the checkpoint's drafter layer is ", st["draft_layer"].dump(),
-           ", this run's ", describe_layer(layer.shape), " (", layer.origin, "); resume with the same --draft-config or "
+           ", this run's ", describe_layer(layer.shape), " (", layer.origin,
+           "); resume with the same --draft-config or "
            "start a new --out");
     std::vector<torch::Tensor> saved;
     require_regular_file((state_dir / "params.pt").string());  // a FIFO would block libtorch's reader
@@ -303,19 +312,22 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     sum.tokens = st.value("tokens", 0ll);
     best_record = st.value("best_record", json(nullptr));
     log_info(strprintf("train-draft: resumed at step %lld of %lld from %s", static_cast<long long>(step),
-                 static_cast<long long>(steps), state_dir.c_str()));
+                       static_cast<long long>(steps), state_dir.c_str()));
   }
 
-  log_info(strprintf("train-draft: %zu training sequences (%lld tokens), %zu held out; %lld steps of %d x <= %lld tokens, "
-               "TTT %d steps, lr %g; draft vocabulary %lld, aux layers %s (HF hidden_states ids)",
-               train.size(), static_cast<long long>(train_tokens), held.size(), static_cast<long long>(steps), o.batch,
-               static_cast<long long>(o.max_length), o.ttt_steps, o.lr, static_cast<long long>(Vd),
-               format_int_list(data.aux_layers(), " ").c_str()));
+  log_info(
+      strprintf("train-draft: %zu training sequences (%lld tokens), %zu held out; %lld steps of %d x <= %lld tokens, "
+                "TTT %d steps, lr %g; draft vocabulary %lld, aux layers %s (HF hidden_states ids)",
+                train.size(), static_cast<long long>(train_tokens), held.size(), static_cast<long long>(steps), o.batch,
+                static_cast<long long>(o.max_length), o.ttt_steps, o.lr, static_cast<long long>(Vd),
+                format_int_list(data.aux_layers(), " ").c_str()));
 
   write_weights(candidate.string(), net, data);
   sum.check_error = check_one_network(net, candidate.string(), *target, data, held[0]);
-  log_info(strprintf("train-draft: one network: served drafter vs libtorch drafter, max |dlogit| / (1 + max |logit|) "
-               "= %.2e (tolerance %.2e)", sum.check_error, o.check_tolerance));
+  log_info(
+      strprintf("train-draft: one network: served drafter vs libtorch drafter, max |dlogit| / (1 + max |logit|) "
+                "= %.2e (tolerance %.2e)",
+                sum.check_error, o.check_tolerance));
   if (!(sum.check_error <= o.check_tolerance))
     fail("train-draft: the served drafter computes something else than the trained one (relative logit difference ",
          sum.check_error, " > ", o.check_tolerance, "): a contract between trainer and server is broken");
@@ -343,27 +355,39 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     write_weights(candidate.string(), net, data);
     const std::vector<ServedAcceptance> served =
         measure_served_acceptance(*target, candidate.string(), prompts, plain, o.eval_settings, o.eval_max_tokens);
-    json record = {{"format", "eaglet-training/1"}, {"step", at}, {"steps", steps}, {"acc", h.acc}, {"loss", h.loss},
-                   {"ttt_steps", o.ttt_steps}, {"data", fs::absolute(o.data_dir).lexically_normal().string()},
+    json record = {{"format", "eaglet-training/1"},
+                   {"step", at},
+                   {"steps", steps},
+                   {"acc", h.acc},
+                   {"loss", h.loss},
+                   {"ttt_steps", o.ttt_steps},
+                   {"data", fs::absolute(o.data_dir).lexically_normal().string()},
                    {"draft_layer", {{"shape", describe_layer(layer.shape)}, {"origin", layer.origin}}},
-                   {"held_out_sequences", held.size()}, {"served_prompts", prompts.size()},
-                   {"target", {{"dir", tc.dir}, {"model_type", tc.model_type}, {"hidden_size", tc.hidden_size},
-                               {"num_hidden_layers", tc.num_layers}, {"vocab_size", tc.vocab_size}}}};
+                   {"held_out_sequences", held.size()},
+                   {"served_prompts", prompts.size()},
+                   {"target",
+                    {{"dir", tc.dir},
+                     {"model_type", tc.model_type},
+                     {"hidden_size", tc.hidden_size},
+                     {"num_hidden_layers", tc.num_layers},
+                     {"vocab_size", tc.vocab_size}}}};
     std::string line;
     for (const ServedAcceptance& a : served) {
-      record["served"].push_back({{"setting", a.setting.setting()}, {"accept_len", a.accept_len},
-                                  {"per_depth", a.per_depth}, {"identical_to_plain", a.identical}});
+      record["served"].push_back({{"setting", a.setting.setting()},
+                                  {"accept_len", a.accept_len},
+                                  {"per_depth", a.per_depth},
+                                  {"identical_to_plain", a.identical}});
       char buf[64];
       std::snprintf(buf, sizeof buf, "%s%s %.2f", line.empty() ? "" : ", ", a.setting.setting().c_str(), a.accept_len);
       line += buf;
       if (!a.identical)
-        fail("train-draft: speculative output differs from the target's alone with ", candidate.string(),
-             " (setting ", a.setting.setting(), "): a lossless-decoding bug, please report it");
+        fail("train-draft: speculative output differs from the target's alone with ", candidate.string(), " (setting ",
+             a.setting.setting(), "): a lossless-decoding bug, please report it");
     }
     const double accept = served[o.select_setting].accept_len;
     const bool better = accept > sum.best_accept_len || sum.best_step < 0;
     log_info(strprintf("eval step %lld: held-out acc %s | served accept len %s%s", static_cast<long long>(at),
-                 fmt_list(h.acc).c_str(), line.c_str(), better ? " (best: kept)" : ""));
+                       fmt_list(h.acc).c_str(), line.c_str(), better ? " (best: kept)" : ""));
     write_file_atomic((candidate / "eaglet_training.json").string(), record.dump(2) + "\n");
     if (better) {
       sum.best_accept_len = accept;
@@ -380,10 +404,17 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     // Written under temporary names, checked, renamed: a full disk is an Error naming the file, not a torn one.
     write_atomically((tmp / "params.pt").string(), [&](const std::string& t) { torch::save(net.param_list(), t); });
     write_atomically((tmp / "optimizer.pt").string(), [&](const std::string& t) { torch::save(optimizer, t); });
-    const json st = {{"step", step}, {"steps", steps}, {"seed", o.seed}, {"batch", o.batch},
-                     {"max_length", o.max_length}, {"tokens", sum.tokens}, {"draft_layer", describe_layer(layer.shape)},
+    const json st = {{"step", step},
+                     {"steps", steps},
+                     {"seed", o.seed},
+                     {"batch", o.batch},
+                     {"max_length", o.max_length},
+                     {"tokens", sum.tokens},
+                     {"draft_layer", describe_layer(layer.shape)},
                      {"data", fs::absolute(o.data_dir).lexically_normal().string()},
-                     {"best_accept_len", sum.best_accept_len}, {"best_step", sum.best_step}, {"best_record", best_record}};
+                     {"best_accept_len", sum.best_accept_len},
+                     {"best_step", sum.best_step},
+                     {"best_record", best_record}};
     write_file_atomic((tmp / "state.json").string(), st.dump(2) + "\n");
     replace_dir(tmp, state_dir);
   };
@@ -395,10 +426,12 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   int64_t run_tokens = 0;
   const int64_t warmup = static_cast<int64_t>(o.warmup * static_cast<double>(steps));
   for (; step < steps;) {
-    const double lr = step < warmup ? o.lr * static_cast<double>(step + 1) / static_cast<double>(warmup)
-                                    : o.lr * (o.min_lr + (1 - o.min_lr) * 0.5 *
-                                                             (1 + std::cos(std::numbers::pi * static_cast<double>(step - warmup) /
-                                                                           static_cast<double>(std::max<int64_t>(1, steps - warmup)))));
+    const double lr =
+        step < warmup
+            ? o.lr * static_cast<double>(step + 1) / static_cast<double>(warmup)
+            : o.lr * (o.min_lr + (1 - o.min_lr) * 0.5 *
+                                     (1 + std::cos(std::numbers::pi * static_cast<double>(step - warmup) /
+                                                   static_cast<double>(std::max<int64_t>(1, steps - warmup)))));
     for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
     std::vector<SequenceRef> seqs;
     for (int i = 0; i < o.batch; ++i) seqs.push_back(train[order.at(static_cast<uint64_t>(step) * o.batch + i)]);
@@ -416,11 +449,11 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     sum.tokens += batch.ids.size(0) * batch.ids.size(1);
     if (step % o.log_every == 0 || step == steps) {
       const double rate = static_cast<double>(run_tokens) / run_timer.seconds();
-      const double eta = static_cast<double>(steps - step) * static_cast<double>(run_tokens) /
-                         std::max(1.0, rate) / std::max<double>(1.0, static_cast<double>(step));
-      log_info(strprintf("step %lld/%lld loss %.4f acc %s lr %.2e %.0f tok/s ETA %d:%02d",
-                   static_cast<long long>(step), static_cast<long long>(steps), r.loss.item<double>(),
-                   fmt_list(r.step_acc).c_str(), lr, rate, static_cast<int>(eta) / 60, static_cast<int>(eta) % 60));
+      const double eta = static_cast<double>(steps - step) * static_cast<double>(run_tokens) / std::max(1.0, rate) /
+                         std::max<double>(1.0, static_cast<double>(step));
+      log_info(strprintf("step %lld/%lld loss %.4f acc %s lr %.2e %.0f tok/s ETA %d:%02d", static_cast<long long>(step),
+                         static_cast<long long>(steps), r.loss.item<double>(), fmt_list(r.step_acc).c_str(), lr, rate,
+                         static_cast<int>(eta) / 60, static_cast<int>(eta) % 60));
     }
     if (o.eval_every > 0 && step % o.eval_every == 0 && step < steps) evaluate_and_keep(step);
     if ((o.save_every > 0 && step % o.save_every == 0) || step == steps) save_state();

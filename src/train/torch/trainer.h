@@ -19,24 +19,24 @@ struct TrainOptions {
   std::string target_dir, data_dir, out_dir;
   std::string draft_config;  // a Llama config for the drafter's layer; empty: from the target (train/draft_layer.h)
   std::vector<int> online_aux_layers;  // --online: the hidden states to capture; empty: the default
-  DataSourceOptions source;  // --data-format and the dump options (its dir is data_dir)
+  DataSourceOptions source;            // --data-format and the dump options (its dir is data_dir)
   int ttt_steps = 7;
   double decay = 0.8;
   int64_t steps = 0;  // optimizer steps; 0: `epochs` passes over the training sequences
   double epochs = 1;
   int batch = 4;
-  int64_t max_length = 512;  // tokens per training sequence (longer rows are cut)
+  int64_t max_length = 512;                        // tokens per training sequence (longer rows are cut)
   double lr = 1e-3, warmup = 0.05, min_lr = 0.05;  // warmup and floor as fractions of the steps and of lr
   double weight_decay = 0, clip = 0.5;
   uint64_t seed = 0;
-  double holdout = 0.02;  // share of sequences held out (every 1/holdout-th)
+  double holdout = 0.02;                                // share of sequences held out (every 1/holdout-th)
   int log_every = 10, eval_every = 0, save_every = 50;  // eval_every 0: at the end only
   int eval_prompts = 16, eval_prompt_tokens = 64, eval_max_tokens = 64;
   std::vector<DraftParams> eval_settings = {DraftParams{4, 1, 5}, DraftParams{5, 4, 8}};
-  size_t select_setting = 1;        // index into eval_settings of the accept len that chooses the kept drafter
-  double check_tolerance = 0.02;    // one-network check: max |logit difference| / (1 + max |logit|)
+  size_t select_setting = 1;      // index into eval_settings of the accept len that chooses the kept drafter
+  double check_tolerance = 0.02;  // one-network check: max |logit difference| / (1 + max |logit|)
   bool resume = false;
-  bool bf16 = true;  // matmuls of the training forward under bf16 autocast (master weights, norms, loss in fp32)
+  bool bf16 = true;     // matmuls of the training forward under bf16 autocast (master weights, norms, loss in fp32)
   bool online = false;  // data_dir is a JSONL file; the target's forward computes the states (train/online_data.h)
   int threads = 0;
 };

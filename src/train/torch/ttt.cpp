@@ -28,7 +28,8 @@ std::pair<torch::Tensor, torch::Tensor> Teacher::operator()(const torch::Tensor&
   torch::NoGradGuard no_grad;
   const torch::Tensor n = input_normed_ ? h : h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_) * norm_;
   const torch::Tensor logits = torch::matmul(n, lm_head_.t());  // [B, T, V]
-  const torch::Tensor argmax = to_draft_.index_select(0, logits.argmax(-1).reshape({-1})).reshape(h.sizes().slice(0, 2));
+  const torch::Tensor argmax =
+      to_draft_.index_select(0, logits.argmax(-1).reshape({-1})).reshape(h.sizes().slice(0, 2));
   return {torch::softmax(logits.index_select(-1, draft_ids_), -1), argmax};
 }
 

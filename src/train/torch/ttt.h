@@ -11,8 +11,8 @@
 
 #include <vector>
 
-#include "train/training_data.h"
 #include "train/torch/draft_net.h"
+#include "train/training_data.h"
 
 namespace eaglet {
 
@@ -41,7 +41,7 @@ struct TttBatch {
 };
 
 struct TttResult {
-  torch::Tensor loss;                     // the weighted sum, for backward
+  torch::Tensor loss;                       // the weighted sum, for backward
   std::vector<double> step_loss, step_acc;  // per step
   std::vector<int64_t> step_count;          // counted positions per step
 };

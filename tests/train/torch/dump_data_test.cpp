@@ -31,19 +31,25 @@ std::string nearecho_target() { return test::fixtures_dir() + "/drafters/targets
 torch::Tensor teacher_probs(const TrainingData& data, const std::vector<SequenceRef>& seqs) {
   auto target = Transformer::load(nearecho_target());
   const WeightMatrix& h = target->lm_head();
-  TensorView hv{"", h.dtype, {h.rows, h.cols}, static_cast<const std::byte*>(h.data),
-                static_cast<size_t>(h.rows * h.cols) * dtype_size(h.dtype), ""};
+  TensorView hv{"",
+                h.dtype,
+                {h.rows, h.cols},
+                static_cast<const std::byte*>(h.data),
+                static_cast<size_t>(h.rows * h.cols) * dtype_size(h.dtype),
+                ""};
   std::vector<int32_t> ids;
-  for (size_t i = 0; i < data.d2t().size(); ++i) ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + data.d2t()[i]));
+  for (size_t i = 0; i < data.d2t().size(); ++i)
+    ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + data.d2t()[i]));
   const Teacher teacher(torch::tensor(target->final_norm(), torch::kFloat32), target->config().rms_norm_eps,
-                        torch::tensor(to_f32(&hv), torch::kFloat32).reshape({h.rows, h.cols}), ids, data.final_normed());
+                        torch::tensor(to_f32(&hv), torch::kFloat32).reshape({h.rows, h.cols}), ids,
+                        data.final_normed());
   return make_ttt_batch(data, teacher, seqs).teacher;
 }
 
 // Equal ids, loss mask and draft vocabulary; aux states within bf16 rounding (the same fp32 values rounded to bf16
-// on both sides, computed by two implementations: at most one bf16 ulp apart, <= 2^-7 relative); the teacher distribution
-// within 5e-3: SpecForge stores the post-norm final state in bf16, eaglet the pre-norm one, so the two round at
-// different points (2.1e-3 measured); normed twice, the distribution is far off (MalformedDumpsFailLoudly).
+// on both sides, computed by two implementations: at most one bf16 ulp apart, <= 2^-7 relative); the teacher
+// distribution within 5e-3: SpecForge stores the post-norm final state in bf16, eaglet the pre-norm one, so the two
+// round at different points (2.1e-3 measured); normed twice, the distribution is far off (MalformedDumpsFailLoudly).
 void expect_same_training_data(const std::string& extracted_dir, const TrainingData& dump, bool mask_all) {
   const ExtractedData mine = ExtractedData::open(extracted_dir);
   const std::vector<SequenceRef> a = mine.sequences(1 << 20), b = dump.sequences(1 << 20);
@@ -117,8 +123,8 @@ class DumpDataTest : public ::testing::Test {
     auto target = Transformer::load(nearecho_target());
     return open_training_data(o, *target);
   }
-  static std::string open_error(const std::string& name, const std::string& format, const std::string& layers = "default",
-                                const std::string& extra = "") {
+  static std::string open_error(const std::string& name, const std::string& format,
+                                const std::string& layers = "default", const std::string& extra = "") {
     return test::error_of([&] { open(name, format, layers, extra); });
   }
   static std::string root_;
@@ -139,7 +145,7 @@ TEST_F(DumpDataTest, LegacySpeculatorsDumpReadsAsOwnExtraction) {
 
 TEST_F(DumpDataTest, SpecForgeDumpReadsAsOwnExtraction) {
   const auto data = open("specforge", "specforge");  // plain and gzipped files
-  EXPECT_TRUE(data->final_normed());  // post-norm: the teacher does not norm it again
+  EXPECT_TRUE(data->final_normed());                 // post-norm: the teacher does not norm it again
   expect_same_training_data(root_ + "/eaglet", *data, false);
 }
 
@@ -156,37 +162,42 @@ TEST_F(DumpDataTest, FormatIsDetectedOnlyWhenUnambiguous) {
 
 TEST_F(DumpDataTest, MalformedDumpsFailLoudly) {
   EXPECT_THAT(open_error("bad_layer_count", "specforge"),
-              AllOf(HasSubstr("data_0.ckpt: 'aux_hidden_state' is BFloat16 ["), HasSubstr(", 128], expected floating ["),
-                    HasSubstr(", 192] (3 aux layers of 64)")));
-  EXPECT_THAT(open_error("bad_postnorm", "speculators", ""),
-              AllOf(HasSubstr("data_0.pt: the final state is declared pre-norm"), HasSubstr("pass --dump-final post-norm")));
+              AllOf(HasSubstr("data_0.ckpt: 'aux_hidden_state' is BFloat16 ["),
+                    HasSubstr(", 128], expected floating ["), HasSubstr(", 192] (3 aux layers of 64)")));
+  EXPECT_THAT(
+      open_error("bad_postnorm", "speculators", ""),
+      AllOf(HasSubstr("data_0.pt: the final state is declared pre-norm"), HasSubstr("pass --dump-final post-norm")));
   EXPECT_THAT(open_error("bad_missing_key", "specforge"), HasSubstr("data_0.ckpt: no key 'loss_mask'"));
-  EXPECT_THAT(open_error("bad_shape", "specforge"), AllOf(HasSubstr("data_0.ckpt: 'aux_hidden_state' is BFloat16 ["), HasSubstr(", 192], expected floating [")));
+  EXPECT_THAT(open_error("bad_shape", "specforge"), AllOf(HasSubstr("data_0.ckpt: 'aux_hidden_state' is BFloat16 ["),
+                                                          HasSubstr(", 192], expected floating [")));
   // Layer numbering: SpecForge's ids name a layer's output; the speculators ids 2,4,5 given to it are one layer off.
-  EXPECT_THAT(open_error("specforge", "specforge", "2,4,5"),
-              AllOf(HasSubstr("aux slot 0 should be hidden_states[3]"), HasSubstr("closest layer is hidden_states[2]")));
+  EXPECT_THAT(open_error("specforge", "specforge", "2,4,5"), AllOf(HasSubstr("aux slot 0 should be hidden_states[3]"),
+                                                                   HasSubstr("closest layer is hidden_states[2]")));
   EXPECT_THAT(open_error("specforge", "specforge", ""), HasSubstr("--dump-layers is required"));
   EXPECT_THAT(open_error("speculators", "speculators", "default", ""), HasSubstr("pass --dump-loss-mask all"));
-  EXPECT_THAT(open_error("speculators", "speculators", "2,4"), AllOf(HasSubstr("hs_0.safetensors: hidden_states is BF16 ["), HasSubstr(", 4, 64], expected floating ["),
+  EXPECT_THAT(open_error("speculators", "speculators", "2,4"),
+              AllOf(HasSubstr("hs_0.safetensors: hidden_states is BF16 ["), HasSubstr(", 4, 64], expected floating ["),
                     HasSubstr(", 3, 64] (2 aux layers")));
   EXPECT_THAT(open_error("speculators_legacy", "speculators", "1,3,5,7"), HasSubstr("disagrees with"));
-  const auto r = test::run_command(test::eaglet_bin() + " train-draft -m " + nearecho_target() + " --data " +
-                                   dump("bad_missing_key") + " --dump-layers default --out " + test::temp_dir("dump_cli"));
+  const auto r =
+      test::run_command(test::eaglet_bin() + " train-draft -m " + nearecho_target() + " --data " +
+                        dump("bad_missing_key") + " --dump-layers default --out " + test::temp_dir("dump_cli"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("no key 'loss_mask'"));
 }
 
 // A short run from each layout trains and serves (the one-network check, evaluation and export included).
 TEST_F(DumpDataTest, TrainDraftRunsFromEachDump) {
-  const std::string flags = " --steps 3 --batch 2 --max-length 32 --ttt-steps 2 --holdout 0.2 --eval-prompts 1 "
-                            "--eval-prompt-tokens 8 --eval-max-tokens 8 -t 1";
+  const std::string flags =
+      " --steps 3 --batch 2 --max-length 32 --ttt-steps 2 --holdout 0.2 --eval-prompts 1 "
+      "--eval-prompt-tokens 8 --eval-max-tokens 8 -t 1";
   for (const auto& [name, extra] : std::vector<std::pair<std::string, std::string>>{
            {"speculators", "--dump-layers default --dump-loss-mask all"},
            {"speculators_legacy", ""},
            {"specforge", "--data-format specforge --dump-layers default"}}) {
     const std::string out = test::temp_dir("dump_train_" + name) + "/d";
-    const auto r = test::run_command(test::eaglet_bin() + " train-draft -m " + nearecho_target() + " --data " + dump(name) +
-                                     " --out " + out + " " + extra + flags);
+    const auto r = test::run_command(test::eaglet_bin() + " train-draft -m " + nearecho_target() + " --data " +
+                                     dump(name) + " --out " + out + " " + extra + flags);
     ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
     EXPECT_THAT(r.err, HasSubstr("checked against the target")) << name;
     EXPECT_TRUE(std::filesystem::exists(out + "/model.safetensors")) << name;

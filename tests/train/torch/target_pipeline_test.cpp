@@ -21,8 +21,8 @@ using ::testing::HasSubstr;
 
 // Prompts of random words from one list: the tiny tokenizer splits them into a few ids each.
 std::string prompt_rows(int rows, uint32_t seed) {
-  static const char* words[] = {"def", "class", "return", "import", "self", "value", "items", "list", "dict", "for",
-                                "while", "if", "else", "print", "name", "data", "result", "index", "key"};
+  static const char* words[] = {"def",   "class", "return", "import", "self", "value", "items",  "list",  "dict", "for",
+                                "while", "if",    "else",   "print",  "name", "data",  "result", "index", "key"};
   std::mt19937 rng(seed);
   std::string out;
   for (int r = 0; r < rows; ++r) {
@@ -89,7 +89,8 @@ TEST_P(TargetPipeline, ExtractTrainServeConvertAndDoctor) {
             nlohmann::json::array({1, 2, 3}));
 
   // Served: the same text as the target alone, drafts accepted, and the same with the speculators export.
-  const std::string generate = "generate -m " + target + " -t 1 -n 64 --temp 0 -p 'value items list class return data' -d ";
+  const std::string generate =
+      "generate -m " + target + " -t 1 -n 64 --temp 0 -p 'value items list class return data' -d ";
   const auto trained = eaglet(generate + drafter + " --compare");
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   EXPECT_THAT(trained.err, HasSubstr("outputs identical"));

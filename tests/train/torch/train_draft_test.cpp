@@ -70,14 +70,21 @@ struct Rig {
 Rig make_setup(const std::string& data_dir, const std::string& config_dir) {
   Rig s{Transformer::load(echo_target()), ExtractedData::open(data_dir), nullptr, nullptr};
   std::vector<int32_t> ids;
-  for (size_t i = 0; i < s.data.d2t().size(); ++i) ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + s.data.d2t()[i]));
-  const LayerShape layer = choose_draft_layer(s.target->config(), "", s.data.aux_layers(), static_cast<int64_t>(ids.size())).shape;
-  write_new_drafter_config(config_dir, s.target->config(), layer, s.data.aux_layers(), static_cast<int64_t>(ids.size()));
+  for (size_t i = 0; i < s.data.d2t().size(); ++i)
+    ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + s.data.d2t()[i]));
+  const LayerShape layer =
+      choose_draft_layer(s.target->config(), "", s.data.aux_layers(), static_cast<int64_t>(ids.size())).shape;
+  write_new_drafter_config(config_dir, s.target->config(), layer, s.data.aux_layers(),
+                           static_cast<int64_t>(ids.size()));
   const TensorView& e = s.target->embed_tokens();
   const torch::Tensor embed = torch::tensor(to_f32(&e), torch::kFloat32).reshape(e.shape);
   const WeightMatrix& h = s.target->lm_head();
-  TensorView hv{"", h.dtype, {h.rows, h.cols}, static_cast<const std::byte*>(h.data),
-                static_cast<size_t>(h.rows * h.cols) * dtype_size(h.dtype), ""};
+  TensorView hv{"",
+                h.dtype,
+                {h.rows, h.cols},
+                static_cast<const std::byte*>(h.data),
+                static_cast<size_t>(h.rows * h.cols) * dtype_size(h.dtype),
+                ""};
   const torch::Tensor head = torch::tensor(to_f32(&hv), torch::kFloat32).reshape({h.rows, h.cols});
   s.net = std::make_unique<DraftNet>(DrafterConfig::load(config_dir), 3, embed);
   init_draft_net(*s.net, head, ids, 3);
@@ -97,7 +104,8 @@ TEST_F(TrainDraftTest, OneStepTrainsEveryTensor) {
   const TttResult r = ttt_loss(*s.net, batch, 3, 0.8);
   r.loss.backward();
   opt.step();
-  ASSERT_EQ(s.net->params().size(), 13u);  // fc, 10 layer tensors (hidden_norm included), norm, lm_head; embed is frozen
+  ASSERT_EQ(s.net->params().size(),
+            13u);  // fc, 10 layer tensors (hidden_norm included), norm, lm_head; embed is frozen
   for (const auto& [name, t] : s.net->params()) {
     ASSERT_TRUE(t.grad().defined()) << name;
     EXPECT_GT(t.grad().abs().sum().item<double>(), 0.0) << name << " got no gradient";
@@ -133,14 +141,19 @@ TEST_F(TrainDraftTest, LossEqualsIndependentPyTorchComputation) {
   write_safetensors(dir + "/case.safetensors", out);
   const nlohmann::json target_config = read_json_file(echo_target() + "/config.json");
   const DrafterConfig& c = s.net->config();
-  test::write_file(dir + "/case.json",
-                   nlohmann::json{{"num_heads", c.num_heads}, {"num_kv_heads", c.num_kv_heads}, {"head_dim", c.head_dim},
-                                  {"rms_norm_eps", c.rms_norm_eps}, {"steps", steps}, {"decay", 0.8},
-                                  {"rope", {{"rope_theta", target_config["rope_theta"]},
-                                            {"rope_scaling", target_config["rope_scaling"]}}}}
-                       .dump());
-  const auto r = test::run_command("cd " + test::oracle_dir() + " && " + test::python_bin() + " ttt_reference.py " + dir +
-                                   "/case.safetensors " + dir + "/case.json");
+  test::write_file(
+      dir + "/case.json",
+      nlohmann::json{
+          {"num_heads", c.num_heads},
+          {"num_kv_heads", c.num_kv_heads},
+          {"head_dim", c.head_dim},
+          {"rms_norm_eps", c.rms_norm_eps},
+          {"steps", steps},
+          {"decay", 0.8},
+          {"rope", {{"rope_theta", target_config["rope_theta"]}, {"rope_scaling", target_config["rope_scaling"]}}}}
+          .dump());
+  const auto r = test::run_command("cd " + test::oracle_dir() + " && " + test::python_bin() + " ttt_reference.py " +
+                                   dir + "/case.safetensors " + dir + "/case.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json ref = nlohmann::json::parse(r.out);
   EXPECT_NEAR(mine.loss.item<double>(), ref["loss"].get<double>(), 1e-4 * std::abs(ref["loss"].get<double>()));
@@ -155,8 +168,10 @@ TEST_F(TrainDraftTest, LossEqualsIndependentPyTorchComputation) {
 TEST_F(TrainDraftTest, ShortRunLearnsAndServes) {
   const std::string out = test::temp_dir("train_short") + "/drafter";
   test::CommandResult r;
-  const std::string err = train(out, "--steps 150 --batch 4 --max-length 64 --ttt-steps 3 --lr 3e-3 --holdout 0.1 "
-                                     "--eval-prompts 6 --eval-prompt-tokens 16 --eval-max-tokens 32 --log-every 50 -t 2", "", &r);
+  const std::string err = train(out,
+                                "--steps 150 --batch 4 --max-length 64 --ttt-steps 3 --lr 3e-3 --holdout 0.1 "
+                                "--eval-prompts 6 --eval-prompt-tokens 16 --eval-max-tokens 32 --log-every 50 -t 2",
+                                "", &r);
   ASSERT_EQ(r.exit_code, 0) << err;
   EXPECT_THAT(err, HasSubstr("one network: served drafter vs libtorch drafter"));
   const nlohmann::json record = read_json_file(out + "/eaglet_training.json");
@@ -171,12 +186,14 @@ TEST_F(TrainDraftTest, ShortRunLearnsAndServes) {
 
   // Served by generate as trained, and the same after conversion to the speculators layout.
   const std::string prompt = " --temp 0 -n 24 -p 'def value items' ";
-  const auto a = test::run_command(test::eaglet_bin() + " generate -m " + echo_target() + " -d " + out + prompt + "--compare");
+  const auto a =
+      test::run_command(test::eaglet_bin() + " generate -m " + echo_target() + " -d " + out + prompt + "--compare");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   const auto conv = test::run_command(test::eaglet_bin() + " convert-draft -m " + echo_target() + " -d " + out +
                                       " --format speculators --out " + out + "-spec");
   ASSERT_EQ(conv.exit_code, 0) << conv.err;
-  const auto b = test::run_command(test::eaglet_bin() + " generate -m " + echo_target() + " -d " + out + "-spec" + prompt);
+  const auto b =
+      test::run_command(test::eaglet_bin() + " generate -m " + echo_target() + " -d " + out + "-spec" + prompt);
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(a.out, b.out);
   const std::regex accept("accept len: ([0-9.]+)");
@@ -195,8 +212,9 @@ std::map<int, double> step_losses(const std::string& log) {
 }
 
 TEST_F(TrainDraftTest, KilledRunResumesIntoTheUninterruptedOne) {
-  const std::string flags = "--steps 8 --batch 3 --max-length 48 --ttt-steps 2 --save-every 3 --log-every 1 "
-                            "--eval-prompts 2 --eval-max-tokens 8 -t 1";
+  const std::string flags =
+      "--steps 8 --batch 3 --max-length 48 --ttt-steps 2 --save-every 3 --log-every 1 "
+      "--eval-prompts 2 --eval-max-tokens 8 -t 1";
   const std::string whole = test::temp_dir("train_whole") + "/d", killed = test::temp_dir("train_killed") + "/d";
   test::CommandResult r;
   const std::map<int, double> expected = step_losses(train(whole, flags, "", &r));
@@ -216,8 +234,9 @@ TEST_F(TrainDraftTest, KilledRunResumesIntoTheUninterruptedOne) {
 // run's on the same rows (states rounded to bf16 on both sides: equal up to float summation order, 1e-4), and a
 // killed online run resumes into the uninterrupted one.
 TEST_F(TrainDraftTest, OnlineRunEqualsOfflineAndResumes) {
-  const std::string flags = "--steps 4 --batch 3 --max-length 48 --ttt-steps 2 --save-every 2 --log-every 1 "
-                            "--eval-prompts 2 --eval-max-tokens 8 -t 1";
+  const std::string flags =
+      "--steps 4 --batch 3 --max-length 48 --ttt-steps 2 --save-every 2 --log-every 1 "
+      "--eval-prompts 2 --eval-max-tokens 8 -t 1";
   const std::string online = " --online --draft-vocab 384 --data " + root_ + "/rows.jsonl";
   const std::string dir = test::temp_dir("train_online");
   test::CommandResult r;
@@ -252,22 +271,37 @@ TEST_F(TrainDraftTest, OnlineRunEqualsOfflineAndResumes) {
 // config.json, recorded, served; a resume with another layer is refused naming both.
 TEST_F(TrainDraftTest, DraftConfigChoosesTheLayerAndAResumeKeepsIt) {
   const std::string dir = test::temp_dir("train_draft_config");
-  nlohmann::json layer = {{"architectures", {"LlamaForCausalLMEagle3"}}, {"model_type", "llama"}, {"hidden_size", 64},
-                          {"num_attention_heads", 2}, {"num_key_value_heads", 1}, {"head_dim", 16},
-                          {"intermediate_size", 48}, {"num_hidden_layers", 1}, {"rms_norm_eps", 1e-5},
-                          {"rope_theta", 1000000}, {"rope_scaling", nullptr}, {"vocab_size", 384}};
+  nlohmann::json layer = {{"architectures", {"LlamaForCausalLMEagle3"}},
+                          {"model_type", "llama"},
+                          {"hidden_size", 64},
+                          {"num_attention_heads", 2},
+                          {"num_key_value_heads", 1},
+                          {"head_dim", 16},
+                          {"intermediate_size", 48},
+                          {"num_hidden_layers", 1},
+                          {"rms_norm_eps", 1e-5},
+                          {"rope_theta", 1000000},
+                          {"rope_scaling", nullptr},
+                          {"vocab_size", 384}};
   test::write_file(dir + "/draft.json", layer.dump());
-  const std::string flags = "--steps 4 --batch 2 --max-length 48 --ttt-steps 2 --save-every 2 --eval-prompts 2 "
-                            "--eval-max-tokens 8 -t 2 --draft-config " + dir + "/draft.json";
+  const std::string flags =
+      "--steps 4 --batch 2 --max-length 48 --ttt-steps 2 --save-every 2 --eval-prompts 2 "
+      "--eval-max-tokens 8 -t 2 --draft-config " +
+      dir + "/draft.json";
   test::CommandResult r;
   const std::string log = train(dir + "/d", flags, "EAGLET_TRAIN_KILL_AT_STEP=3", &r);
   EXPECT_EQ(r.exit_code, 137) << log;
-  EXPECT_THAT(log, HasSubstr("drafter layer hidden 64, 2 heads x 16 (1 KV), intermediate 48, rope_theta 1e+06, eps 1e-05: "
-                             "--draft-config " + dir + "/draft.json"));
+  EXPECT_THAT(log,
+              HasSubstr("drafter layer hidden 64, 2 heads x 16 (1 KV), intermediate 48, rope_theta 1e+06, eps 1e-05: "
+                        "--draft-config " +
+                        dir + "/draft.json"));
   layer["intermediate_size"] = 64;
   test::write_file(dir + "/other.json", layer.dump());
-  const std::string other = train(dir + "/d", "--resume --steps 4 --batch 2 --max-length 48 --ttt-steps 2 -t 2 "
-                                               "--draft-config " + dir + "/other.json", "", &r);
+  const std::string other = train(dir + "/d",
+                                  "--resume --steps 4 --batch 2 --max-length 48 --ttt-steps 2 -t 2 "
+                                  "--draft-config " +
+                                      dir + "/other.json",
+                                  "", &r);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(other, HasSubstr("the checkpoint's drafter layer is \"hidden 64, 2 heads x 16 (1 KV), intermediate 48"));
   const std::string resumed = train(dir + "/d", flags + " --resume", "", &r);
@@ -294,8 +328,9 @@ TEST_F(TrainDraftTest, RefusesWhatCannotBeTrained) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(train(dir + "/b", "--steps 2 --check-tolerance 0", "", &r), HasSubstr("computes something else"));
   EXPECT_EQ(r.exit_code, 1);
-  const auto other = test::run_command(test::eaglet_bin() + " train-draft -m " + test::fixtures_dir() +
-                                       "/drafters/targets/smallvocab_fp32 --data " + data_dir() + " --out " + dir + "/c");
+  const auto other =
+      test::run_command(test::eaglet_bin() + " train-draft -m " + test::fixtures_dir() +
+                        "/drafters/targets/smallvocab_fp32 --data " + data_dir() + " --out " + dir + "/c");
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_THAT(other.err, HasSubstr("extracted from another target"));
   const auto missing = test::run_command(test::eaglet_bin() + " train-draft -m " + echo_target() + " --data " + dir +
