@@ -86,17 +86,7 @@ void Metrics::verify(int64_t tokens_emitted) { observe(accept_length_, static_ca
 
 void Metrics::spec_request(const SpecStats& s) {
   std::lock_guard lock(mutex_);
-  drafts_ += static_cast<uint64_t>(s.verifies);
-  draft_tokens_ += static_cast<uint64_t>(s.drafted);
-  accepted_tokens_ += static_cast<uint64_t>(s.accepted);
-  if (accepted_per_pos_.size() < s.depth_accepted.size()) {
-    accepted_per_pos_.resize(s.depth_accepted.size(), 0);
-    reached_per_pos_.resize(s.depth_accepted.size(), 0);
-  }
-  for (size_t d = 0; d < s.depth_accepted.size(); ++d) {
-    accepted_per_pos_[d] += static_cast<uint64_t>(s.depth_accepted[d]);
-    reached_per_pos_[d] += static_cast<uint64_t>(s.depth_reached[d]);
-  }
+  spec_.merge(s);
 }
 
 void Metrics::batch_step(int64_t sequences, int64_t rows) {
@@ -140,30 +130,29 @@ std::string Metrics::render() const {
   e2e_.render(out, "eaglet:e2e_request_latency_seconds", "Time from arrival to the last token");
   queue_.render(out, "eaglet:request_queue_time_seconds", "Time spent waiting in the queue");
   scalar(out, "eaglet:spec_decode_num_drafts_total", "counter", "Speculative verify rounds",
-         static_cast<double>(drafts_));
+         static_cast<double>(spec_.verifies));
   scalar(out, "eaglet:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified",
-         static_cast<double>(draft_tokens_));
+         static_cast<double>(spec_.drafted));
   scalar(out, "eaglet:spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted",
-         static_cast<double>(accepted_tokens_));
+         static_cast<double>(spec_.accepted));
   header(out, "eaglet:spec_decode_num_accepted_tokens_per_pos_total", "counter",
          "Verify rounds that accepted a draft token at depth position (0 = first draft token)");
-  for (size_t d = 0; d < accepted_per_pos_.size(); ++d)
+  for (size_t d = 0; d < spec_.depth_accepted.size(); ++d)
     sample(out, "eaglet:spec_decode_num_accepted_tokens_per_pos_total", "position=\"" + std::to_string(d) + "\"",
-           static_cast<double>(accepted_per_pos_[d]));
+           static_cast<double>(spec_.depth_accepted[d]));
   header(out, "eaglet:spec_decode_num_reached_per_pos_total", "counter",
          "Verify rounds whose draft tree reached depth position (the per-position rate's denominator)");
-  for (size_t d = 0; d < reached_per_pos_.size(); ++d)
+  for (size_t d = 0; d < spec_.depth_reached.size(); ++d)
     sample(out, "eaglet:spec_decode_num_reached_per_pos_total", "position=\"" + std::to_string(d) + "\"",
-           static_cast<double>(reached_per_pos_[d]));
+           static_cast<double>(spec_.depth_reached[d]));
   accept_length_.render(out, "eaglet:spec_decode_accept_length",
                         "Tokens emitted per verify round (accepted drafts + 1)");
-  const double rounds = static_cast<double>(drafts_);
   scalar(out, "eaglet:spec_accept_length", "gauge", "Mean tokens per verify round since start (0 before any)",
-         rounds > 0 ? (static_cast<double>(accepted_tokens_) + rounds) / rounds : 0.0);
-  scalar(out, "eaglet:spec_accept_rate", "gauge", "Accepted / drafted tokens since start",
-         draft_tokens_ ? static_cast<double>(accepted_tokens_) / static_cast<double>(draft_tokens_) : 0.0);
-  scalar(out, "eaglet:spec_zero_acceptance", "gauge", "1 when 32 or more rounds accepted no draft token at all",
-         drafts_ >= 32 && accepted_tokens_ == 0 ? 1.0 : 0.0);
+         spec_.accept_length());
+  scalar(out, "eaglet:spec_accept_rate", "gauge", "Accepted / drafted tokens since start", spec_.draft_acceptance());
+  scalar(out, "eaglet:spec_zero_acceptance", "gauge",
+         "1 when 32 or more rounds averaged under 1.05 tokens: no draft accepted (the log's warning)",
+         spec_.zero_acceptance() ? 1.0 : 0.0);
   return out;
 }
 

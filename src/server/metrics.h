@@ -48,8 +48,7 @@ class Metrics {
   Histogram ttft_, itl_, e2e_, queue_, accept_length_, step_sequences_, step_rows_;
   uint64_t batched_steps_ = 0;  // steps with more than one sequence
   int64_t waiting_ = 0, running_ = 0;
-  uint64_t drafts_ = 0, draft_tokens_ = 0, accepted_tokens_ = 0;
-  std::vector<uint64_t> accepted_per_pos_, reached_per_pos_;
+  SpecStats spec_;  // every finished speculative request's rounds, summed
 };
 
 }  // namespace eaglet::server
