@@ -50,6 +50,20 @@ TEST(DoctorCli, ChatPromptsAndBuiltinPrompts) {
   EXPECT_EQ(nlohmann::json::parse(builtin.out)["measured"]["prompts"].get<int>(), 4);
 }
 
+// The doctor loads a drafter several times (the live checks, each probe); a note about its checkpoint is said once.
+TEST(DoctorCli, ANoteAboutTheDrafterIsPrintedOnce) {
+  const std::string dir = make_drafter("cli_rotary", "exact_echo", [](nlohmann::json&, Tensors& t) {
+    t["target_model.model.rotary_emb.inv_freq"] = f32_tensor({8}, std::vector<float>(8, 0.5f));
+  });
+  const CommandResult r = run_command(doctor(dir));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string note = "note: " + dir + "/model.safetensors: ignoring 1 tensor(s) such as "
+                           "target_model.model.rotary_emb.inv_freq";
+  size_t count = 0;
+  for (size_t at = r.err.find(note); at != std::string::npos; at = r.err.find(note, at + 1)) ++count;
+  EXPECT_EQ(count, 1u) << r.err;
+}
+
 TEST(DoctorCli, BadUsageAndBadInput) {
   EXPECT_EQ(run_command(eaglet_bin() + " doctor -m " + fixtures_dir() + "/drafters/targets/echo_fp32").exit_code, 2);
   const CommandResult missing =
