@@ -189,11 +189,15 @@ TEST(FsHostileCli, FullDiskLeavesNoFileUnderTheFinalName) {
   };
   const std::string too_large = ": write failed: file too large (over the file size limit)";
   const std::string h = dir + "/h.safetensors";
-  expect_error(limited("hidden -m " + target() + " -f " + target() + "/tokenizer.json --out " + h), {h + too_large});
+  // A short prompt (16 tokens, 37 KB of output: well over the 4 KiB limit): the whole tokenizer.json as the prompt
+  // (8,500 tokens) ran past the 60 s timeout under ASan.
+  const std::string prompt = " -p 'def add(a, b): return a + b'";
+  expect_error(limited("hidden -m " + target() + prompt + " --out " + h), {h + too_large});
   EXPECT_FALSE(fs::exists(h));
   // The same command without the limit writes it (the limit, not something else, made it fail).
-  ASSERT_EQ(eaglet("hidden -m " + target() + " -p x --out " + dir + "/ok.safetensors").exit_code, 0);
-  EXPECT_TRUE(fs::is_regular_file(dir + "/ok.safetensors"));
+  ASSERT_EQ(eaglet("hidden -m " + target() + prompt + " --out " + dir + "/ok.safetensors").exit_code, 0);
+  ASSERT_TRUE(fs::is_regular_file(dir + "/ok.safetensors"));
+  EXPECT_GT(fs::file_size(dir + "/ok.safetensors"), 4096u);
 
   const std::string q = dir + "/q";
   const auto quantized = limited("quantize -m " + target() + " --to int8 --out " + q);
