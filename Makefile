@@ -9,7 +9,7 @@ DRAFTER    ?= drafters/pycode-llama-19m-eagle3
 DRAFTER_WORK ?= models/pycode-drafter-work
 DEMO_PROMPT ?= import os\n\n\ndef list_python_files(root):\n
 DRAFTER_TRAIN_FLAGS ?= --epochs 2 --lr 2e-3 --eval-every 400
-DEMO_SPEC  ?= --speculative-num-steps 5 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8
+DEMO_SPEC  ?=
 
 .PHONY: all deps build test test-asan fuzz demo drafter bench clean
 

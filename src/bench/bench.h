@@ -47,7 +47,7 @@ struct BenchArgs {
   bool spec_setting_given = false;  // --speculative-num-steps/-eagle-topk/-num-draft-tokens: run that one setting
   std::string prompts_file;
   int num_prompts = 0, max_tokens = 128, bench_threads = 0;
-  std::vector<std::string> settings = {"5,1,6", "5,4,8", "6,8,16"};
+  std::vector<std::string> settings = {"auto", "5,1,6", "5,4,8", "6,8,16"};
   // Greedy chains with the drafter's head screened (kernels/screened_argmax.h, where the CPU has it) and/or whole.
   std::vector<std::string> draft_heads = {"screened"};
   SamplingParams sampling;

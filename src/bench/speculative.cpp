@@ -15,6 +15,7 @@
 #include "kernels/bandwidth.h"
 #include "kernels/cpu_features.h"
 #include "model/transformer.h"
+#include "speculative/cost_probe.h"
 #include "speculative/loop.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -28,17 +29,31 @@ namespace {
 
 struct Totals {
   int64_t tokens = 0;
-  double decode_s = 0;
+  double decode_s = 0, prefill_s = 0, drafter_prefill_s = 0;
   SpecStats stats;
   bool identical = true;
   double tok_s() const { return decode_s > 0 ? static_cast<double>(tokens) / decode_s : 0; }
+  // Prompt and decode, the drafter's pass over the prompt included.
+  double end_to_end_tok_s() const {
+    return decode_s + prefill_s > 0 ? static_cast<double>(tokens) / (decode_s + prefill_s) : 0;
+  }
 };
 
-void add(Totals& t, const GenerationResult& r, const SpecStats* stats = nullptr) {
+void add(Totals& t, const GenerationResult& r, const SpeculativeResult* spec = nullptr) {
   t.tokens += static_cast<int64_t>(r.tokens.size());
   t.decode_s += r.decode_seconds;
-  if (stats != nullptr) t.stats.merge(*stats);
+  t.prefill_s += r.prefill_seconds;
+  if (spec != nullptr) {
+    t.stats.merge(spec->stats);
+    t.drafter_prefill_s += spec->drafter_prefill_seconds;
+  }
 }
+
+// A --setting: "auto" (the policy, within auto_draft_limits()) or steps,topk,draft_tokens (static).
+struct Setting {
+  SpecPolicy policy = SpecPolicy::Static;
+  DraftParams params;
+};
 
 }  // namespace
 
@@ -66,10 +81,13 @@ std::vector<std::vector<int32_t>> random_prompts(const BenchArgs& a, int64_t voc
 
 int run_speculative(const BenchArgs& a) {
   set_num_threads(a.bench_threads);
-  std::vector<DraftParams> settings;  // parsed first: a bad one fails before any model is loaded
-  if (a.spec_setting_given) settings.push_back(a.spec.round.draft.resolved());
+  std::vector<Setting> settings;  // parsed first: a bad one fails before any model is loaded
+  if (a.spec_setting_given) settings.push_back({a.spec.round.policy, a.spec.round.draft.resolved()});
   for (const std::string& s : a.spec_setting_given ? std::vector<std::string>{} : a.settings) {
-    settings.push_back(parse_draft_setting(s, "--setting"));
+    if (s == "auto")
+      settings.push_back({SpecPolicy::Auto, auto_draft_limits()});
+    else
+      settings.push_back({SpecPolicy::Static, parse_draft_setting(s, "--setting")});
   }
   std::string target_dir = a.model, drafter_dir = a.spec.drafter;
   if (a.echo_pair) {
@@ -100,9 +118,22 @@ int run_speculative(const BenchArgs& a) {
                      {"settings", std::to_string(settings.size()) + " draft shape(s)"},
                      {"drafter", drafter_dir}});
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
+  std::shared_ptr<const CostModel> costs;
+  AcceptancePrior prior;
+  if (std::ranges::any_of(settings, [](const Setting& s) { return s.policy == SpecPolicy::Auto; })) {
+    int rows = 2;
+    for (const Setting& s : settings) rows = std::max(rows, s.params.num_draft_tokens);
+    std::string how, note;
+    costs = std::make_shared<const CostModel>(
+        load_or_probe_costs(*target, proposer, cost_cache_key({target_dir, drafter_dir}), &how, {.max_rows = rows}));
+    prior = AcceptancePrior::from_training_record(drafter_dir, &note);
+    if (!note.empty()) log_note(note);
+    log_info("cost model (" + how + "): " + costs->describe());
+  }
 
   struct Row {
     std::string setting, scheme;
+    SpecPolicy policy = SpecPolicy::Static;
     DraftParams params;
     SpecSampling verification = SpecSampling::TargetOnly;
     bool full_head = false;  // the drafter's head computed whole (the screened head's baseline)
@@ -116,22 +147,25 @@ int run_speculative(const BenchArgs& a) {
     log_note(
         "bench: --draft-head full: this drafter's head is not screened here (needs AVX-512 VNNI and a dense head "
         "of 4 MB or more), so every row already computes the whole head");
-  for (const DraftParams& p : settings)
+  for (const auto& [policy, p] : settings)
     for (SpecSampling scheme : sampled ? std::vector{SpecSampling::TargetOnly, SpecSampling::DraftQ}
                                        : std::vector{SpecSampling::TargetOnly}) {
       // Only greedy chains read the head's best id alone, so only they can differ between the heads.
-      const bool best_only = p.topk == 1 && !(sampled && scheme == SpecSampling::DraftQ);
+      const bool best_only = policy == SpecPolicy::Static && p.topk == 1 && !(sampled && scheme == SpecSampling::DraftQ);
       std::vector<bool> full_heads = {false};
       if (best_only && screen != nullptr) {
         full_heads.clear();
         for (const std::string& head : a.draft_heads) full_heads.push_back(head == "full");
       }
       for (const bool full : full_heads) {
-        const std::string name = p.label() + (full ? " (full head)" : "");
+        const std::string name = (policy == SpecPolicy::Auto ? std::string("auto (within ") + p.setting() + ")"
+                                                             : p.label()) +
+                                 (full ? " (full head)" : "");
         rows.push_back({name,
                         !sampled                             ? "greedy"
                         : scheme == SpecSampling::TargetOnly ? "target-only"
                                                              : "draft-q",
+                        policy,
                         p,
                         scheme,
                         full,
@@ -148,9 +182,11 @@ int run_speculative(const BenchArgs& a) {
       RoundOptions round = a.spec.round;  // every round-time flag, this row's shape and verification
       round.draft = row.params;
       round.scheme = row.verification;
-      const SpeculativeResult r = generate_speculative(*target, proposer, prompt, {round, a.sampling}, limits);
+      round.policy = row.policy;
+      const SpeculativeResult r = generate_speculative(
+          *target, proposer, prompt, {round, a.sampling, 4096, limits.prefill_batch, costs, prior}, limits);
       row.t.identical = row.t.identical && r.tokens == plain_run.tokens;
-      add(row.t, r, &r.stats);
+      add(row.t, r, &r);
     }
   }
   drafter->set_head_screen(true);
@@ -161,7 +197,10 @@ int run_speculative(const BenchArgs& a) {
                         {"max_tokens", a.max_tokens},
                         {"threads", thread_pool().size()},
                         {"temperature", a.sampling.temperature},
-                        {"plain", {{"tokens", plain.tokens}, {"decode_tok_s", plain.tok_s()}}}};
+                        {"plain",
+                         {{"tokens", plain.tokens},
+                          {"decode_tok_s", plain.tok_s()},
+                          {"end_to_end_tok_s", plain.end_to_end_tok_s()}}}};
     for (const Row& r : rows) {
       j["runs"].push_back({{"setting", r.setting},
                            {"scheme", r.scheme},
@@ -171,6 +210,11 @@ int run_speculative(const BenchArgs& a) {
                            {"tokens", r.t.tokens},
                            {"decode_tok_s", r.t.tok_s()},
                            {"speedup", r.t.tok_s() / plain.tok_s()},
+                           {"policy", std::string(policy_name(r.policy))},
+                           {"end_to_end_tok_s", r.t.end_to_end_tok_s()},
+                           {"end_to_end_speedup", r.t.end_to_end_tok_s() / plain.end_to_end_tok_s()},
+                           {"drafter_prefill_seconds", r.t.drafter_prefill_s},
+                           {"drafts_per_round", r.t.stats.drafts_per_round},
                            {"accept_len", r.t.stats.accept_length()},
                            {"accept_rate", r.t.stats.accept_rate()},
                            {"draft_acceptance", r.t.stats.draft_acceptance()},
@@ -190,21 +234,32 @@ int run_speculative(const BenchArgs& a) {
   std::printf("target %s, drafter %s, %zu prompts x %d tokens, %d threads, temperature %.2f\n", target_dir.c_str(),
               drafter_dir.c_str(), prompts.size(), a.max_tokens, thread_pool().size(), a.sampling.temperature);
   std::printf(
-      "| setting (steps/topk/tokens) | verify | decode tok/s | speedup | accept len | accept rate | "
-      "draft acceptance | per-depth acceptance | same output as plain |\n|---|---|---|---|---|---|---|---|---|\n");
-  std::printf("| plain | - | %.1f | 1.00x | - | - | - | - | - |\n", plain.tok_s());
+      "| setting (steps/topk/tokens) | verify | decode tok/s | speedup | end-to-end speedup | accept len | accept rate "
+      "| draft acceptance | per-depth acceptance | same output as plain |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| plain | - | %.1f | 1.00x | 1.00x | - | - | - | - | - |\n", plain.tok_s());
   for (const Row& r : rows) {
     const std::string depth = r.t.stats.per_depth_line();
-    std::printf("| %s | %s | %.1f | %.2fx | %.2f | %.2f | %.1f%% | %s | %s |\n", r.setting.c_str(), r.scheme.c_str(),
-                r.t.tok_s(), r.t.tok_s() / plain.tok_s(), r.t.stats.accept_length(), r.t.stats.accept_rate(),
+    std::printf("| %s | %s | %.1f | %.2fx | %.2fx | %.2f | %.2f | %.1f%% | %s | %s |\n", r.setting.c_str(),
+                r.scheme.c_str(), r.t.tok_s(), r.t.tok_s() / plain.tok_s(),
+                r.t.end_to_end_tok_s() / plain.end_to_end_tok_s(), r.t.stats.accept_length(), r.t.stats.accept_rate(),
                 100.0 * r.t.stats.draft_acceptance(), depth.c_str(),
                 sampled         ? "n/a (sampling)"
                 : r.t.identical ? "yes"
                                 : "NO");
   }
-  std::printf("\n");
+  std::printf(
+      "\n(speedup: decode tok/s over plain's; end-to-end: prompt and decode, the drafter's pass over the prompt "
+      "included.) Per request: plain %.1f ms end to end",
+      1e3 * (plain.prefill_s + plain.decode_s) / static_cast<double>(prompts.size()));
   for (const Row& r : rows)
+    std::printf(", %s %.1f ms (drafter's prompt pass %.2f ms)", r.setting.c_str(),
+                1e3 * (r.t.prefill_s + r.t.decode_s) / static_cast<double>(prompts.size()),
+                1e3 * r.t.drafter_prefill_s / static_cast<double>(prompts.size()));
+  std::printf("\n\n");
+  for (const Row& r : rows) {
     std::printf("%s %s: %s\n", r.setting.c_str(), r.scheme.c_str(), r.t.stats.time_line().c_str());
+    if (r.policy == SpecPolicy::Auto) std::printf("  %s\n", r.t.stats.shape_line().c_str());
+  }
   if (screen != nullptr && screen->stats().rows > 0) {
     const ScreenedArgmax::Stats& st = screen->stats();
     const double served = static_cast<double>(st.rows - st.declined);

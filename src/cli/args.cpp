@@ -55,12 +55,27 @@ void add_round_args(CLI::App& cmd, SpecOptions& o, RoundFlags which) {
   cmd.add_option("--speculative-algorithm", o.algorithm, "none or eagle3 (default: eagle3 when -d is given)")
       ->check(CLI::IsMember({"none", "eagle3", "EAGLE3"}))
       ->group(kSpecGroup);
-  cmd.add_option("--speculative-num-steps", d.num_steps, "Draft depth")->check(CLI::Range(1, 64))->group(kSpecGroup);
-  cmd.add_option("--speculative-eagle-topk", d.topk, "Branching per draft step (1 = chain)")
-      ->check(CLI::Range(1, 64))
+  o.round.policy = SpecPolicy::Auto;
+  cmd.add_option_function<std::string>(
+         "--speculative-policy",
+         [&o](const std::string& s) { o.round.policy = s == "static" ? SpecPolicy::Static : SpecPolicy::Auto; },
+         "auto (default): each round's tree, or none, from this machine's measured costs and the live acceptance, "
+         "within the shape flags when given; static: every round the shape the flags give (SGLang's behaviour)")
+      ->check(CLI::IsMember({"auto", "static"}))
       ->group(kSpecGroup);
-  cmd.add_option("--speculative-num-draft-tokens", d.num_draft_tokens, "Tokens verified per round, root included")
+  const auto given = [&o](const std::string&) { o.draft_given = true; };
+  cmd.add_option("--speculative-num-steps", d.num_steps, "Draft depth (auto: the most it drafts)")
+      ->check(CLI::Range(1, 64))
+      ->each(given)
+      ->group(kSpecGroup);
+  cmd.add_option("--speculative-eagle-topk", d.topk, "Branching per draft step (1 = chain; auto: the most)")
+      ->check(CLI::Range(1, 64))
+      ->each(given)
+      ->group(kSpecGroup);
+  cmd.add_option("--speculative-num-draft-tokens", d.num_draft_tokens,
+                 "Tokens verified per round, root included (auto: the most)")
       ->check(CLI::Range(2, kMaxDraftTokens))
+      ->each(given)
       ->group(kSpecGroup);
   cmd.add_option_function<std::string>(
          "--speculative-sampling",

@@ -79,17 +79,24 @@ int run_generate(const GenerateArgs& a) {
     std::fprintf(stderr, "note: the context of %lld tokens is full after %zu generated tokens (raise -c/--ctx)\n",
                  static_cast<long long>(generation_context(prompt, limits)), r.tokens.size());
   const double n_out = static_cast<double>(r.tokens.size());
-  std::fprintf(stderr, "\nprompt: %zu tokens in %.3f s (%.2f tok/s)\n", prompt.size(), r.prefill_seconds,
+  std::fprintf(stderr, "\nprompt: %zu tokens in %.3f s (%.2f tok/s", prompt.size(), r.prefill_seconds,
                static_cast<double>(prompt.size()) / r.prefill_seconds);
+  if (speculation) std::fprintf(stderr, "; the drafter's pass over it %.3f s", r.drafter_prefill_seconds);
+  std::fprintf(stderr, ")\n");
   std::fprintf(stderr, "decode: %zu tokens in %.3f s (%.2f tok/s, %d threads%s)\n", r.tokens.size(), r.decode_seconds,
                r.decode_seconds > 0 ? n_out / r.decode_seconds : 0.0, thread_pool().size(),
                speculation ? ", eagle3" : "");
-  if (speculation) std::fprintf(stderr, "%s\n  %s\n", r.stats.summary().c_str(), r.stats.time_line().c_str());
+  if (speculation) {
+    std::fprintf(stderr, "%s\n  %s\n", r.stats.summary().c_str(), r.stats.time_line().c_str());
+    if (r.stats.variable_shape) std::fprintf(stderr, "  %s\n", r.stats.shape_line().c_str());
+  }
   if (a.compare) {
     const GenerationResult p = generate_plain(*model, prompt, a.sampling, limits);
     const double tok_s = n_out / (r.prefill_seconds + r.decode_seconds);
     const double plain_tok_s = static_cast<double>(p.tokens.size()) / (p.prefill_seconds + p.decode_seconds);
-    std::fprintf(stderr, "compare: target alone %.2f tok/s, this run %.2f tok/s: speedup %.2fx; outputs %s\n",
+    std::fprintf(stderr,
+                 "compare (prompt and decode, the drafter's pass included): target alone %.2f tok/s, this run %.2f "
+                 "tok/s: speedup %.2fx; outputs %s\n",
                  plain_tok_s, tok_s, tok_s / plain_tok_s,
                  p.tokens == r.tokens  ? "identical"
                  : a.sampling.greedy() ? "DIFFER"

@@ -1,6 +1,7 @@
 #include "drafter/speculation.h"
 
 #include "drafter/eagle3_proposer.h"
+#include "speculative/cost_probe.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -17,25 +18,48 @@ bool SpecOptions::enabled() const {
   return true;
 }
 
+DraftParams SpecOptions::draft_shape() const {
+  return round.policy == SpecPolicy::Auto && !draft_given ? auto_draft_limits() : round.draft.resolved();
+}
+
 std::string SpecOptions::describe() const {
   if (!enabled()) return "off";
-  const DraftParams d = round.draft.resolved();
-  std::string s = "eagle3, " + d.label() + ", verification " +
+  const DraftParams d = draft_shape();
+  const std::string shape = round.policy == SpecPolicy::Auto
+                                ? "policy auto within depth " + std::to_string(d.num_steps) + ", " +
+                                      std::to_string(d.topk) + " children per node, " +
+                                      std::to_string(d.num_draft_tokens) + " tokens verified"
+                                : "policy static, " + d.label();
+  std::string s = "eagle3, " + shape + ", verification " +
                   (round.scheme == SpecSampling::DraftQ ? "draft-q" : "target-only") + ", drafter " + drafter;
   if (load.aux_convention) s += std::string(", aux ids as ") + convention_name(*load.aux_convention);
   if (log_every > 0) s += ", log every " + std::to_string(log_every) + " verifies";
   return s;
 }
 
-std::unique_ptr<Speculation> Speculation::load(const SpecOptions& options, const Transformer& target) {
+std::unique_ptr<Speculation> Speculation::load(const SpecOptions& options, Transformer& target) {
   if (!options.enabled()) return nullptr;
   std::unique_ptr<Speculation> s(new Speculation());
   s->options_ = options;
   std::string note;
-  s->options_.round.draft = options.round.draft.resolved(&note);
+  if (options.round.policy == SpecPolicy::Auto && !options.draft_given)
+    s->options_.round.draft = auto_draft_limits();
+  else
+    s->options_.round.draft = options.round.draft.resolved(&note);
   if (!note.empty()) log_note(note);
   s->drafter_ = load_drafter(options.drafter, options.load, target);
   log_info(s->drafter_->describe());
+  if (options.round.policy == SpecPolicy::Auto) {
+    std::string how, prior_note;
+    Eagle3Proposer probe(*s->drafter_);
+    s->costs_ = std::make_shared<const CostModel>(
+        load_or_probe_costs(target, probe, cost_cache_key({target.config().dir, options.drafter}), &how,
+                            {.max_rows = s->options_.round.draft.num_draft_tokens}));
+    s->prior_ = AcceptancePrior::from_training_record(options.drafter, &prior_note);
+    if (!prior_note.empty()) log_note(prior_note);
+    log_info("cost model (" + how + "): " + s->costs_->describe());
+    log_info("acceptance prior: " + s->prior_.describe());
+  }
   return s;
 }
 
@@ -47,7 +71,7 @@ std::unique_ptr<Eagle3Drafter> Speculation::load_drafter(const std::string& dir,
 std::unique_ptr<Proposer> Speculation::new_proposer() const { return std::make_unique<Eagle3Proposer>(*drafter_); }
 
 SpecConfig Speculation::config(const SamplingParams& sampling, int64_t context, int prefill_batch) const {
-  return SpecConfig{options_.round, sampling, context, prefill_batch};
+  return SpecConfig{options_.round, sampling, context, prefill_batch, costs_, prior_};
 }
 
 }  // namespace eaglet

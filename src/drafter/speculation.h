@@ -20,19 +20,23 @@ struct SpecOptions {
   std::string algorithm;  // "", none, eagle3 (EAGLE3)
   DrafterOptions load;    // how the drafter is read
   RoundOptions round;     // how each round drafts and verifies (draft shape resolved by the chain rule at load)
+  bool draft_given = false;  // a --speculative-num-steps/-eagle-topk/-num-draft-tokens flag was given
   int log_every = 0;      // generate, serve: the acceptance line every N verifies
 
   bool enabled() const;  // validates the combination; true when speculative decoding runs
-  // "eagle3, tree 5/4/8, verification target-only, drafter DIR" or "off"
+  // "eagle3, tree 5/4/8, verification target-only, drafter DIR" or "off"; auto: "eagle3, policy auto within ..."
   std::string describe() const;
+  // The shape static drafts, or the limits auto grows within (auto_draft_limits() unless a shape flag was given).
+  DraftParams draft_shape() const;
 };
 
 class Speculation {
  public:
   // Null when speculation is off; else the drafter loaded and checked against `target` (an Error naming the file
   // and field otherwise), its description logged. The draft shape is resolved here (a note when the chain rule
-  // adjusts it).
-  static std::unique_ptr<Speculation> load(const SpecOptions& options, const Transformer& target);
+  // adjusts it). With the auto policy the pair's cost model is measured (or read from its cache) here: `target`
+  // runs a few forwards.
+  static std::unique_ptr<Speculation> load(const SpecOptions& options, Transformer& target);
   // The drafter alone, as `load` reads it (convert-draft, doctor, evaluation): speculation need not be enabled.
   static std::unique_ptr<Eagle3Drafter> load_drafter(const std::string& dir, const DrafterOptions& load,
                                                      const Transformer& target);
@@ -47,6 +51,8 @@ class Speculation {
  private:
   SpecOptions options_;
   std::unique_ptr<Eagle3Drafter> drafter_;
+  std::shared_ptr<const CostModel> costs_;  // auto
+  AcceptancePrior prior_;
 };
 
 }  // namespace eaglet

@@ -66,6 +66,19 @@ void softmax(float* x, int64_t n) {
     softmax_reference(x, n);
 }
 
+float log_sum_exp_reference(const float* x, int64_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+  if (max == -std::numeric_limits<float>::infinity()) return max;
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i] - max));
+  return static_cast<float>(static_cast<double>(max) + std::log(sum));
+}
+
+float log_sum_exp(const float* x, int64_t n) {
+  return active_isa() >= Isa::Avx512 ? detail::log_sum_exp_avx512(x, n) : log_sum_exp_reference(x, n);
+}
+
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

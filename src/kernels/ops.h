@@ -20,8 +20,14 @@ void silu_mul(float* gate, const float* up, int64_t n);
 void softmax(float* x, int64_t n);
 void softmax_reference(float* x, int64_t n);
 
+// max + log(sum(exp(x - max))) over n > 0 scores, without writing them (a draft tree's normaliser: log q of a token
+// is x[id] minus it). -infinity when every score is. Vectorised like softmax; log_sum_exp_reference sums in double.
+float log_sum_exp(const float* x, int64_t n);
+float log_sum_exp_reference(const float* x, int64_t n);
+
 namespace detail {
 void softmax_avx512(float* x, int64_t n);
+float log_sum_exp_avx512(const float* x, int64_t n);
 }
 
 void add_inplace(float* y, const float* x, int64_t n);

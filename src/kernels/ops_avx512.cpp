@@ -30,15 +30,19 @@ inline __m512 exp_nonpositive(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+float max_of(const float* x, int64_t full, __mmask16 tail) {
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < full; i += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
+  if (tail) vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail, x + full));
+  return _mm512_reduce_max_ps(vmax);
+}
+
 }  // namespace
 
 void softmax_avx512(float* x, int64_t n) {
   const int64_t full = n / 16 * 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
-  __m512 vmax = _mm512_set1_ps(-INFINITY);
-  for (int64_t i = 0; i < full; i += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
-  if (tail) vmax = _mm512_max_ps(vmax, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail, x + full));
-  const float max = _mm512_reduce_max_ps(vmax);
+  const float max = max_of(x, full, tail);
   if (max == -INFINITY) {  // nothing visible
     for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
     return;
@@ -59,6 +63,22 @@ void softmax_avx512(float* x, int64_t n) {
   const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vsum));
   for (int64_t i = 0; i < full; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
   if (tail) _mm512_mask_storeu_ps(x + full, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + full), inv));
+}
+
+float log_sum_exp_avx512(const float* x, int64_t n) {
+  const int64_t full = n / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
+  const float max = max_of(x, full, tail);
+  if (max == -INFINITY) return max;
+  const __m512 m = _mm512_set1_ps(max);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < full; i += 16)
+    vsum = _mm512_add_ps(vsum, exp_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + i), m)));
+  if (tail) {
+    const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_mask_loadu_ps(m, tail, x + full), m));
+    vsum = _mm512_add_ps(vsum, _mm512_maskz_mov_ps(tail, e));
+  }
+  return max + std::log(_mm512_reduce_add_ps(vsum));
 }
 
 }  // namespace eaglet::detail

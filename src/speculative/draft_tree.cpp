@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/ops.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -33,36 +34,6 @@ std::vector<uint8_t> DraftTree::ancestor_mask() const {
 
 namespace {
 
-void log_softmax(const float* logits, int64_t n, std::vector<double>& out) {
-  out.resize(static_cast<size_t>(n));
-  float max = logits[0];
-  for (int64_t i = 1; i < n; ++i) max = std::max(max, logits[i]);
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i] - max));
-  const double log_sum = std::log(sum);
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<double>(logits[i] - max) - log_sum;
-}
-
-// The k best draft ids (highest log-probability, lower id first on ties), best first. One pass keeping the k best
-// so far (a strict total order, so the same ids in the same order as sorting all of them).
-std::vector<int32_t> top_k(const std::vector<double>& logp, int k) {
-  const size_t kk = std::min(logp.size(), static_cast<size_t>(std::max(k, 0)));
-  std::vector<int32_t> best;
-  best.reserve(kk + 1);
-  if (kk == 0) return best;
-  auto better = [&](int32_t a, int32_t b) {
-    return logp[static_cast<size_t>(a)] > logp[static_cast<size_t>(b)] ||
-           (logp[static_cast<size_t>(a)] == logp[static_cast<size_t>(b)] && a < b);
-  };
-  for (size_t i = 0; i < logp.size(); ++i) {
-    const int32_t id = static_cast<int32_t>(i);
-    if (best.size() == kk && !better(id, best.back())) continue;
-    best.insert(std::upper_bound(best.begin(), best.end(), id, better), id);
-    if (best.size() > kk) best.pop_back();
-  }
-  return best;
-}
-
 // Draws up to k distinct draft ids from q (over the draft vocabulary) without replacement, in draw order.
 std::vector<int32_t> draw_without_replacement(std::vector<float> q, int k, Sampler& sampler) {
   std::vector<int32_t> out;
@@ -86,6 +57,37 @@ std::vector<float> to_target_vocab(const std::vector<float>& q_draft, const Prop
 
 }  // namespace
 
+void top_draft_ids(const float* logits, int64_t n, int k, std::vector<DraftChoice>& out) {
+  out.clear();
+  const size_t kk = std::min(static_cast<size_t>(n), static_cast<size_t>(std::max(k, 0)));
+  if (kk == 0) return;
+  auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  std::vector<int32_t> best;  // a strict total order: the same ids, in the same order, as sorting all of them
+  best.reserve(kk + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t id = static_cast<int32_t>(i);
+    if (best.size() == kk && !better(id, best.back())) continue;
+    best.insert(std::upper_bound(best.begin(), best.end(), id, better), id);
+    if (best.size() > kk) best.pop_back();
+  }
+  const double log_z = log_sum_exp(logits, n);
+  for (int32_t id : best) out.push_back({id, static_cast<double>(logits[id]) - log_z});
+}
+
+DraftTree keep_nodes(const DraftTree& tree, const std::vector<bool>& keep) {
+  DraftTree kept;
+  kept.forward_seconds = tree.forward_seconds;
+  std::vector<int> new_index(tree.nodes.size(), -1);
+  for (size_t i = 0; i < tree.nodes.size(); ++i) {
+    if (i > 0 && (!keep[i] || new_index[static_cast<size_t>(tree.nodes[i].parent)] < 0)) continue;
+    DraftNode n = tree.nodes[i];
+    n.parent = i == 0 ? -1 : new_index[static_cast<size_t>(n.parent)];
+    new_index[i] = static_cast<int>(kept.nodes.size());
+    kept.nodes.push_back(n);
+  }
+  return kept;
+}
+
 DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_vocab, const DraftParams& p,
                      const SamplingParams* sampling, Sampler* sampler) {
   const int64_t Vd = proposer.draft_vocab();
@@ -93,7 +95,7 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
   DraftTree tree;
   tree.nodes.push_back({root_token, -1, 0, 0.0});
   if (budget <= 0 || p.num_steps <= 0) return tree;
-  std::vector<double> logp;
+  std::vector<DraftChoice> top;
   auto add_child = [&](int parent, int32_t draft_id, double lp) {
     const DraftNode& par = tree.nodes[static_cast<size_t>(parent)];
     tree.nodes.push_back({proposer.to_target(draft_id), parent, par.depth + 1, par.score + lp});
@@ -123,14 +125,14 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
   } else if (sampling == nullptr) {
     // Deterministic EAGLE-2 tree: candidates over all depths, then the best `budget` of them.
     std::vector<int> beams;
-    log_softmax(proposer.logits(0), Vd, logp);
-    for (int32_t id : top_k(logp, p.topk)) beams.push_back(add_child(0, id, logp[static_cast<size_t>(id)]));
+    top_draft_ids(proposer.logits(0), Vd, p.topk, top);
+    for (const DraftChoice& c : top) beams.push_back(add_child(0, c.id, c.log_q));
     for (int depth = 2; depth <= p.num_steps; ++depth) {
       feed(beams);
       std::vector<int> candidates;
       for (int b : beams) {
-        log_softmax(proposer.logits(b), Vd, logp);
-        for (int32_t id : top_k(logp, p.topk)) candidates.push_back(add_child(b, id, logp[static_cast<size_t>(id)]));
+        top_draft_ids(proposer.logits(b), Vd, p.topk, top);
+        for (const DraftChoice& c : top) candidates.push_back(add_child(b, c.id, c.log_q));
       }
       std::stable_sort(candidates.begin(), candidates.end(), [&](int a, int b) {
         return tree.nodes[static_cast<size_t>(a)].score > tree.nodes[static_cast<size_t>(b)].score;
@@ -149,16 +151,7 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
     keep[0] = true;
     for (size_t i = 0; i < order.size() && static_cast<int>(i) < budget; ++i)
       keep[static_cast<size_t>(order[i])] = true;
-    DraftTree kept;
-    std::vector<int> new_index(tree.nodes.size(), -1);
-    for (size_t i = 0; i < tree.nodes.size(); ++i) {
-      if (!keep[i] || (i > 0 && !keep[static_cast<size_t>(tree.nodes[i].parent)])) continue;
-      DraftNode n = tree.nodes[i];
-      n.parent = i == 0 ? -1 : new_index[static_cast<size_t>(n.parent)];
-      new_index[i] = static_cast<int>(kept.nodes.size());
-      kept.nodes.push_back(n);
-    }
-    tree = std::move(kept);
+    tree = keep_nodes(tree, keep);
   } else {
     // Sampled tree: k children drawn without replacement under the root, then under the best node of each depth.
     if (sampler == nullptr) fail("draft_tree: a sampled tree needs a sampler");

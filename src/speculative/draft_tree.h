@@ -41,6 +41,19 @@ struct DraftTree {
   std::vector<uint8_t> ancestor_mask() const;
 };
 
+// The k most likely draft ids after a node, best first (highest logit, lower id on ties), with their log q: the
+// selection both the static tree and the policy's (round_policy.h) make, one pass for the ids and one vectorised
+// pass for the normaliser.
+struct DraftChoice {
+  int32_t id = 0;
+  double log_q = 0;
+};
+void top_draft_ids(const float* logits, int64_t n, int k, std::vector<DraftChoice>& out);
+
+// Keeps the nodes of `tree` marked in `keep` (the root always; a node whose parent is not kept is dropped too), in
+// order, parents renumbered.
+DraftTree keep_nodes(const DraftTree& tree, const std::vector<bool>& keep);
+
 // Builds a tree from the proposer's distributions after the root (the last token it was extended with) and after
 // the nodes it is shown; the proposer forgets the round before this returns. `sampling` null: deterministic top-k
 // tree; else a sampled tree with q = sampling_distribution(draft logits, *sampling), drawn with `sampler`.

@@ -14,6 +14,7 @@ using VerifyObserver = std::function<void(const SpecStats&)>;
 
 struct SpeculativeResult : GenerationResult {
   SpecStats stats;
+  double drafter_prefill_seconds = 0;  // the drafter's pass over the prompt, part of prefill_seconds
 };
 
 SpeculativeResult generate_speculative(Transformer& target, Proposer& proposer, std::span<const int32_t> prompt,

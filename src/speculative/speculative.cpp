@@ -18,12 +18,19 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
   // A verify batch of the naive MLA form's size would round differently from decoding: greedy output would no
   // longer equal the target's own.
   const int64_t limit = std::min<int64_t>(kMaxDraftTokens, target_.mla_form_policy().naive_min_rows - 1);
+  if (config_.round.policy == SpecPolicy::Auto) {
+    if (!config_.costs || config_.costs->empty())
+      fail("--speculative-policy auto needs the pair's cost model (Speculation measures it at load)");
+    config_.round.draft.num_draft_tokens = static_cast<int>(std::min<int64_t>(d.num_draft_tokens, limit));
+    policy_ = std::make_unique<RoundPolicy>(*config_.costs, config_.prior);
+    stats_.variable_shape = true;
+  }
   if (d.num_draft_tokens > limit)
     fail("--speculative-num-draft-tokens ", d.num_draft_tokens, ": at most ", limit,
          " tokens are verified per round (larger batches are not computed exactly as one token at a time); lower it");
   target_.set_aux_layers(proposer_.aux_layers());
   // A greedy chain reads only the drafter's best id after each node (draft_tree).
-  proposer_.set_best_only(d.topk == 1 && !sampled_tree());
+  proposer_.set_best_only(d.topk == 1 && !sampled_tree() && !policy_);
   // Room for the round's tree on top of the context.
   const int64_t slack = d.num_draft_tokens + 1;
   target_cache_ = target_.make_cache(config_.context + slack);
@@ -37,6 +44,9 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
   if (n >= config_.context) fail("the prompt has ", n, " tokens, which fill the context of ", config_.context);
   target_cache_.truncate(0);
   proposer_.reset(proposer_capacity_);
+  pending_tokens_.clear();
+  pending_aux_.clear();
+  if (policy_) policy_ = std::make_unique<RoundPolicy>(*config_.costs, config_.prior);
   const int64_t W = target_.aux_width();
   aux_rows_.resize(static_cast<size_t>(n * W));
   for (int64_t start = 0; start < n; start += config_.prefill_batch) {
@@ -49,6 +59,7 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
   root_token_ = sampler_.sample({target_.logits_row(0), static_cast<size_t>(target_.config().vocab_size)});
   record_logprob(target_.logits_row(0), target_.config().vocab_size, root_token_);
   // Pairs (token t+1, aux state of t) for t = 0..n-1; the last pair carries the token just sampled.
+  const Timer drafter_pass;
   std::vector<int32_t> shifted(prompt.begin() + 1, prompt.end());
   shifted.push_back(root_token_);
   for (int64_t start = 0; start < n; start += config_.prefill_batch) {
@@ -56,13 +67,16 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
     proposer_.extend({shifted.data() + start, static_cast<size_t>(m)}, &aux_rows_[static_cast<size_t>(start * W)],
                      static_cast<int32_t>(start));
   }
+  drafter_prefill_seconds_ = drafter_pass.seconds();
   return root_token_;
 }
 
 void SpeculativeDecoder::step(std::vector<int32_t>& out) {
   const SequenceBatch rows = plan(max_draft_tokens());
   target_.forward(*rows.cache, rows.batch);
+  alone_ = true;
   finish(0, out);
+  alone_ = false;
 }
 
 SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
@@ -70,13 +84,18 @@ SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
   if (P >= config_.context || P + config_.round.draft.num_draft_tokens + 1 > target_cache_.capacity())
     fail("context of ", config_.context, " tokens is full (raise --ctx)");
   round_timer_ = Timer();
-  undrafted_ = draft_tokens <= 0;
+  undrafted_ = draft_tokens <= 0 || (policy_ && !policy_->drafts());
   DraftParams params = config_.round.draft;
-  params.num_draft_tokens = std::min(params.num_draft_tokens, std::max(draft_tokens, 0) + 1);
+  params.num_draft_tokens = std::min(params.num_draft_tokens, undrafted_ ? 1 : draft_tokens + 1);
   params.num_steps =
       static_cast<int>(std::min<int64_t>({params.num_steps, config_.context - 1 - P, params.num_draft_tokens - 1}));
-  tree_ = draft_tree(proposer_, root_token_, target_.config().vocab_size, params,
-                     sampled_tree() ? &config_.sampling : nullptr, &sampler_);
+  if (policy_ && !undrafted_ && !sampled_tree()) {
+    tree_ = policy_->grow(proposer_, root_token_, params);
+    undrafted_ = tree_.nodes.size() == 1;
+  } else {
+    tree_ = draft_tree(proposer_, root_token_, target_.config().vocab_size, params,
+                       sampled_tree() ? &config_.sampling : nullptr, &sampler_);
+  }
   drafted_seconds_ = round_timer_.seconds();
   draft_forward_seconds_ = tree_.forward_seconds;
 
@@ -103,15 +122,27 @@ void SpeculativeDecoder::finish(size_t index, std::vector<int32_t>& out) {
   const std::vector<int32_t> pair_tokens = emit_tokens(kept, acc, logits, out);
   root_token_ = acc.bonus;
   const double committed = round_timer_.seconds();
+  if (policy_) inform_policy(kept, verified, committed);
   extend_proposer(pair_tokens, P);
   record_round_time(verified, committed, round_timer_.seconds());
+}
+
+// The round's outcome and times teach the policy; then it decides whether the next round drafts.
+void SpeculativeDecoder::inform_policy(std::span<const int32_t> kept, double verified, double committed) {
+  CostModel& costs = policy_->costs();
+  if (!undrafted_) {
+    policy_->observe(tree_, kept);
+    costs.observe_overhead((drafted_seconds_ - draft_forward_seconds_) + (committed - verified));
+  }
+  if (alone_) costs.observe_verify(static_cast<int>(tree_.nodes.size()), verified - drafted_seconds_);
+  policy_->next_round();
 }
 
 Acceptance SpeculativeDecoder::accept_path(const float* logits) {
   const Acceptance acc =
       accept(tree_, logits, target_.config().vocab_size, config_.sampling, config_.round.scheme, sampler_);
   if (undrafted_)
-    ++stats_.plain_steps;
+    stats_.record_plain_step();
   else
     stats_.record(tree_.max_depth(), static_cast<int>(tree_.nodes.size()) - 1, static_cast<int>(acc.path.size()));
   return acc;
@@ -143,8 +174,24 @@ std::vector<int32_t> SpeculativeDecoder::emit_tokens(std::span<const int32_t> ke
   return pair_tokens;
 }
 
+// The pairs of this round, with any deferred ones before them; deferred again while the policy decodes plainly
+// (the proposer's state only matters once it drafts, and one extend over many pairs costs less than many).
 void SpeculativeDecoder::extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position) {
+  if (policy_ && (!policy_->drafts() || !pending_tokens_.empty())) {
+    if (pending_tokens_.empty()) pending_position_ = root_position;
+    pending_tokens_.insert(pending_tokens_.end(), pair_tokens.begin(), pair_tokens.end());
+    pending_aux_.insert(pending_aux_.end(), aux_rows_.begin(), aux_rows_.end());
+    if (!policy_->drafts()) return;
+    const Timer t;
+    proposer_.extend(pending_tokens_, pending_aux_.data(), static_cast<int32_t>(pending_position_));
+    policy_->costs().observe_extend(static_cast<int>(pending_tokens_.size()), t.seconds());
+    pending_tokens_.clear();
+    pending_aux_.clear();
+    return;
+  }
+  const Timer t;
   proposer_.extend(pair_tokens, aux_rows_.data(), static_cast<int32_t>(root_position));
+  if (policy_) policy_->costs().observe_extend(static_cast<int>(pair_tokens.size()), t.seconds());
 }
 
 void SpeculativeDecoder::record_round_time(double verified, double committed, double extended) {

@@ -6,6 +6,7 @@
 // extended with one pair (token t+1, target aux state of t) per position t up to the root's, and its distribution
 // after the root starts the next tree.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "speculative/batched.h"
 #include "speculative/draft_tree.h"
 #include "speculative/proposer.h"
+#include "speculative/round_policy.h"
 #include "speculative/stats.h"
 #include "util/timer.h"
 
@@ -22,8 +24,9 @@ namespace eaglet {
 
 // How every round of a run drafts and verifies: set from the --speculative-* flags (drafter/speculation.h).
 struct RoundOptions {
-  DraftParams draft;
+  DraftParams draft;  // static: every round's shape; auto: the limits it grows within
   SpecSampling scheme = SpecSampling::TargetOnly;  // verification at temperature > 0
+  SpecPolicy policy = SpecPolicy::Static;           // the commands that decode default to auto (cli/args.cpp)
 };
 
 struct SpecConfig {
@@ -31,6 +34,8 @@ struct SpecConfig {
   SamplingParams sampling;
   int64_t context = 4096;  // target context (tokens); the caches are sized from it
   int prefill_batch = 256;
+  std::shared_ptr<const CostModel> costs;  // auto: this pair's costs on this machine (speculative/cost_probe.h)
+  AcceptancePrior prior;                   // auto: where each sequence's acceptance model starts
 };
 
 class SpeculativeDecoder : public BatchedSequence {
@@ -54,6 +59,7 @@ class SpeculativeDecoder : public BatchedSequence {
   int64_t context() const override { return config_.context; }
 
   const SpecStats& stats() const { return stats_; }
+  double drafter_prefill_seconds() const { return drafter_prefill_seconds_; }  // the proposer's pass over the prompt
   int64_t root_position() const override { return target_cache_.size(); }  // the position of the last emitted token
 
  private:
@@ -67,6 +73,7 @@ class SpeculativeDecoder : public BatchedSequence {
                                    std::vector<int32_t>& out);
   void extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position);
   void record_round_time(double verified, double committed, double extended);
+  void inform_policy(std::span<const int32_t> kept, double verified, double committed);
   Transformer& target_;
   Proposer& proposer_;
   SpecConfig config_;
@@ -82,7 +89,15 @@ class SpeculativeDecoder : public BatchedSequence {
   std::vector<uint8_t> mask_;
   double drafted_seconds_ = 0, draft_forward_seconds_ = 0;
   bool undrafted_ = false;  // the policy gave this round no draft tokens
+  double drafter_prefill_seconds_ = 0;
+  bool alone_ = false;      // step(): the forward was this sequence's alone, so its time is this round's verify
   Timer round_timer_;
+  std::unique_ptr<RoundPolicy> policy_;  // auto; null: static
+  // Pairs the proposer has not been extended with yet (auto, while it decodes plainly): tokens from position
+  // pending_position_ on, each with its aux row.
+  std::vector<int32_t> pending_tokens_;
+  std::vector<float> pending_aux_;
+  int64_t pending_position_ = 0;
 };
 
 }  // namespace eaglet

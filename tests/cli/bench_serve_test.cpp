@@ -39,7 +39,7 @@ std::vector<std::string> cells(const std::string& row) {
 
 TEST(CliBenchServe, TableHasEveryLevelAndCountsAddUp) {
   const auto r = run_command(bench_serve("-d " + drafter("exact_echo") + " --prompts " + prompts_file() +
-                                         " --clients 1,3 --requests-per-client 2 -n 12"));
+                                         " --clients 1,3 --requests-per-client 2 -n 12 --speculative-policy static"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::vector<std::string>> rows;
   std::stringstream lines(r.out);
@@ -77,10 +77,11 @@ TEST(CliBenchServe, TheSpeculativeFlagsReachTheStartedServer) {
   const auto r = run_command(bench_serve("-d " + drafter("exact_echo") + " --prompts " + prompts_file() +
                                          " --clients 1 --requests-per-client 1 -n 4 --speculative-num-steps 2 "
                                          "--speculative-eagle-topk 1 --speculative-num-draft-tokens 3 "
-                                         "--aux-layer-convention input --speculative-sampling draft-q"));
+                                         "--aux-layer-convention input --speculative-sampling draft-q "
+                                         "--speculative-policy static"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("bench serve: the started server's eaglet serve\n"));
-  EXPECT_THAT(r.err, HasSubstr("speculative: eagle3, chain 2/1/3, verification draft-q, drafter " +
+  EXPECT_THAT(r.err, HasSubstr("speculative: eagle3, policy static, chain 2/1/3, verification draft-q, drafter " +
                                drafter("exact_echo") + ", aux ids as input"));
 }
 

@@ -168,8 +168,8 @@ TEST(CliSpeculative, SameTextAsTargetAloneWithAcceptanceReport) {
   const std::string args = " -m " + echo + " -n 48 -p 'def f(x): return x'";
   const auto plain = run_command(eaglet("generate" + args));
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  const auto tree =
-      run_command(eaglet("generate" + args + " -d " + drafter("exact_echo") + " --compare --log-every 2"));
+  const auto tree = run_command(eaglet("generate" + args + " -d " + drafter("exact_echo") +
+                                       " --speculative-policy static --compare --log-every 2"));
   ASSERT_EQ(tree.exit_code, 0) << tree.err;
   EXPECT_EQ(tree.out, plain.out);
   EXPECT_THAT(tree.err, HasSubstr("aux layers [2, 4, 5] (input of layer i)"));
@@ -178,10 +178,22 @@ TEST(CliSpeculative, SameTextAsTargetAloneWithAcceptanceReport) {
   EXPECT_THAT(tree.err, HasSubstr("draft acceptance"));
   EXPECT_THAT(tree.err, HasSubstr("outputs identical"));
   const auto chain = run_command(eaglet("generate" + args + " -d " + drafter("exact_echo") +
-                                        " --speculative-eagle-topk 1 --speculative-num-steps 3"));
+                                        " --speculative-policy static --speculative-eagle-topk 1 "
+                                        "--speculative-num-steps 3"));
   EXPECT_EQ(chain.out, plain.out);
   EXPECT_THAT(chain.err, HasSubstr("adjusted to speculative_num_steps + 1 = 4"));
   EXPECT_THAT(chain.err, HasSubstr("accept len: 4.00, accept rate: 1.00"));
+  // The default policy: same text, drafts accepted, the shapes it chose printed.
+  const auto automatic = run_command(eaglet("generate" + args + " -d " + drafter("exact_echo") + " --compare"));
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.err;
+  EXPECT_EQ(automatic.out, plain.out);
+  EXPECT_THAT(automatic.err, HasSubstr("policy auto within depth 12"));
+  EXPECT_THAT(automatic.err, HasSubstr("cost model ("));
+  EXPECT_THAT(automatic.err, HasSubstr("shapes (share of "));
+  const size_t at = automatic.err.rfind("accept len: ");
+  ASSERT_NE(at, std::string::npos) << automatic.err;
+  EXPECT_GE(std::stod(automatic.err.substr(at + 12)), 2.0) << "the exact drafter's drafts are accepted";
+  EXPECT_THAT(automatic.err, HasSubstr("outputs identical"));
 }
 
 // The benchmarks run on tiny models (their timings are not checked; what they report about outputs is).
@@ -253,10 +265,13 @@ TEST(CliBench, OldFlagFormsAreReadAsSubcommandsWithANote) {
 }
 
 TEST(CliSpeculative, ZeroAcceptanceIsLoud) {
-  const auto r = run_command(eaglet("generate -m " + drafter("targets/echo_fp32") + " -d " + drafter("random_echo") +
-                                    " -n 60 -p 'def f(x): return x'"));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("warning: zero acceptance: accept len: 1.00"));
+  for (const std::string policy : {"static", "auto"}) {  // auto soon stops drafting: that must not hide it
+    const auto r = run_command(eaglet("generate -m " + drafter("targets/echo_fp32") + " -d " +
+                                      drafter("random_echo") + " -n 60 -p 'def f(x): return x' --speculative-policy " +
+                                      policy));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("warning: zero acceptance: accept len: 1.00")) << policy;
+  }
 }
 
 // One line on stderr, prefixed, naming the problem; exit 1 for bad files, 2 for bad usage.

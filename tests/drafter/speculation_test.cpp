@@ -46,7 +46,13 @@ TEST(SpecOptions, DescribesTheResolvedShape) {
   o.round.draft = {5, 1, 8};  // a chain: the draft tokens follow the steps
   o.round.scheme = SpecSampling::DraftQ;
   o.load.aux_convention = AuxConvention::Output;
-  EXPECT_EQ(o.describe(), "eagle3, chain 5/1/6, verification draft-q, drafter d, aux ids as output");
+  EXPECT_EQ(o.describe(), "eagle3, policy static, chain 5/1/6, verification draft-q, drafter d, aux ids as output");
+  o.round.policy = SpecPolicy::Auto;
+  EXPECT_EQ(o.describe(),
+            "eagle3, policy auto within depth 12, 4 children per node, 32 tokens verified, verification draft-q, "
+            "drafter d, aux ids as output");
+  o.draft_given = true;  // the shape flags bound what auto drafts
+  EXPECT_EQ(o.draft_shape(), (DraftParams{5, 1, 6}));
 }
 
 TEST(Speculation, OffLoadsNothing) {

@@ -300,6 +300,28 @@ TEST_P(Softmax, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, Softmax, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
 
+class LogSumExp : public test::IsaTest {};
+
+TEST_P(LogSumExp, MatchesTheDoubleSum) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 6.0f);
+  for (int64_t n : {1, 7, 16, 31, 4096, 32001}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = dist(rng);
+    if (n > 3) x[1] = -INFINITY;
+    double max = -INFINITY, sum = 0;
+    for (float v : x) max = std::max(max, static_cast<double>(v));
+    for (float v : x) sum += std::exp(static_cast<double>(v) - max);
+    const double want = max + std::log(sum);
+    EXPECT_NEAR(log_sum_exp(x.data(), n), want, 2e-6 * (1.0 + std::fabs(want))) << n;
+    EXPECT_NEAR(log_sum_exp_reference(x.data(), n), want, 2e-6 * (1.0 + std::fabs(want))) << n;
+  }
+  const std::vector<float> all_masked(20, -INFINITY);
+  EXPECT_EQ(log_sum_exp(all_masked.data(), 20), -INFINITY);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, LogSumExp, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
+
 TEST(Dtype, Bf16RoundsToNearestEven) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
   EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);  // exactly halfway, rounds to even (down)

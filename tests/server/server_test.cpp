@@ -73,9 +73,9 @@ void expect_error(const test::HttpAnswer& a, int status, const std::string& type
 class SpeculativeServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // No draft cap: every round drafts the full tree even when the tests' clients overlap (the per-round counts below).
+    // No draft cap and the static policy: every round drafts the full tree even when the tests' clients overlap (the per-round counts below).
     server_ = new ServerProcess("-m " + echo_target() + " -d " + drafter("exact_echo") +
-                                " -t 1 -c 512 --batch-row-budget -1");
+                                " -t 1 -c 512 --batch-row-budget -1 --speculative-policy static");
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(server_->terminate(), 0) << server_->log();

@@ -47,7 +47,7 @@ void make_decoder(Lane& lane, Transformer& target, Eagle3Drafter& drafter, int n
   if (lane.draft) {
     lane.proposer = std::make_unique<Eagle3Proposer>(drafter);
     lane.decoder = std::make_unique<SpeculativeDecoder>(
-        target, *lane.proposer, SpecConfig{*lane.draft, SpecSampling::TargetOnly, {}, context, 5});
+        target, *lane.proposer, SpecConfig{{*lane.draft, SpecSampling::TargetOnly}, {}, context, 5});
   } else {
     lane.decoder = std::make_unique<PlainSequence>(target, SamplingParams{}, context, 5);
   }

@@ -90,7 +90,8 @@ TEST_P(TargetPipeline, ExtractTrainServeConvertAndDoctor) {
 
   // Served: the same text as the target alone, drafts accepted, and the same with the speculators export.
   const std::string generate =
-      "generate -m " + target + " -t 1 -n 64 --temp 0 -p 'value items list class return data' -d ";
+      "generate -m " + target +
+      " -t 1 -n 64 --temp 0 --speculative-policy static -p 'value items list class return data' -d ";
   const auto trained = eaglet(generate + drafter + " --compare");
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   EXPECT_THAT(trained.err, HasSubstr("outputs identical"));

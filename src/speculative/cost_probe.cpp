@@ -1,0 +1,185 @@
+#include "speculative/cost_probe.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "io/files.h"
+#include "kernels/cpu_features.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace eaglet {
+
+namespace {
+
+constexpr const char* kFormat = "eaglet-costs/1";
+
+std::vector<int> points_up_to(std::initializer_list<int> candidates, int max_rows) {
+  std::vector<int> out;
+  for (int r : candidates)
+    if (r <= max_rows) out.push_back(r);
+  if (out.empty() || out.back() != max_rows) out.push_back(max_rows);
+  return out;
+}
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 1);
+    }
+  return "unknown CPU";
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+CostModel probe_costs(Transformer& target, Proposer& proposer, const CostProbeOptions& options) {
+  const Timer spent;
+  const int max_rows = std::max(options.max_rows, 2);
+  const int64_t V = target.config().vocab_size;
+  const int context = 48;
+  auto token = [&](int64_t i) { return static_cast<int32_t>((i * 7 + 3) % V); };
+  target.set_aux_layers(proposer.aux_layers());
+  KVCache cache = target.make_cache(context + max_rows + 1);
+  std::vector<int32_t> tokens(static_cast<size_t>(std::max(context, max_rows)));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = token(static_cast<int64_t>(i));
+  target.forward(cache, {.tokens = std::span(tokens).first(context)});
+  cache.commit_all();
+  const std::vector<float> aux(static_cast<size_t>(context * std::max<int64_t>(target.aux_width(), 1)), 0.0f);
+  proposer.reset(context + 512);
+  proposer.extend(std::span(tokens).first(context), aux.data(), 0);
+  int32_t drafter_position = context;
+
+  const std::vector<int> verify_rows = points_up_to({1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}, max_rows);
+  const std::vector<int> draft_nodes = points_up_to({1, 2, 4, 8, 16}, std::min(max_rows, 16));
+  const std::vector<int> extend_tokens = {1, 2, 4, 8};
+  std::vector<double> verify(verify_rows.size(), std::numeric_limits<double>::infinity());
+  std::vector<double> draft(draft_nodes.size(), verify.front()), extend(extend_tokens.size(), verify.front());
+  std::vector<DraftStep> steps;
+  auto pass = [&] {
+    for (size_t i = 0; i < verify_rows.size(); ++i) {
+      const Timer t;
+      target.forward(cache,
+                     {.tokens = std::span(tokens).first(static_cast<size_t>(verify_rows[i])), .all_logits = true});
+      verify[i] = std::min(verify[i], t.seconds());
+    }
+    for (size_t i = 0; i < draft_nodes.size(); ++i) {
+      steps.clear();
+      for (int n = 0; n < draft_nodes[i]; ++n) steps.push_back({n + 1, 0, token(n), 1});
+      const Timer t;
+      proposer.expand(steps);
+      draft[i] = std::min(draft[i], t.seconds());
+      proposer.end_round();
+    }
+    for (size_t i = 0; i < extend_tokens.size(); ++i) {
+      const int m = extend_tokens[i];
+      const Timer t;
+      proposer.extend(std::span(tokens).first(static_cast<size_t>(m)), aux.data(), drafter_position);
+      extend[i] = std::min(extend[i], t.seconds());
+      drafter_position += m;
+    }
+  };
+  target.forward(cache, {.tokens = std::span(tokens).first(1)});  // warm-up
+  for (int round = 0; round < 4 && (round == 0 || spent.seconds() < options.budget_seconds * 0.6); ++round) pass();
+  proposer.reset(1);
+  auto curve = [](const std::vector<int>& rows, const std::vector<double>& seconds) {
+    CostModel::Curve c;
+    double floor = 0;  // a forward over more rows never takes less time than one over fewer
+    for (size_t i = 0; i < rows.size(); ++i) {
+      floor = std::max(floor, seconds[i]);
+      c.emplace_back(rows[i], floor);
+    }
+    return c;
+  };
+  return CostModel(curve(verify_rows, verify), curve(draft_nodes, draft), curve(extend_tokens, extend));
+}
+
+std::string cost_cache_key(const std::vector<std::string>& dirs) {
+  std::string key = std::string(kFormat) + "\ncpu " + cpu_model_name() + "\nkernels " +
+                    std::string(isa_name(active_isa())) + "\nthreads " + std::to_string(thread_pool().size()) + "\n";
+  for (const std::string& dir : dirs) {
+    std::error_code ec;
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.is_regular_file(ec)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    key += "dir " + std::filesystem::absolute(dir, ec).lexically_normal().string() + "\n";
+    for (const std::string& name : names) {
+      struct stat st {};
+      if (::stat((dir + "/" + name).c_str(), &st) != 0) continue;
+      key += "  " + name + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+             std::to_string(st.st_mtim.tv_nsec) + "\n";
+    }
+  }
+  return key;
+}
+
+std::string cost_cache_path(const std::string& key) {
+  const char* off = std::getenv("EAGLET_COST_CACHE");
+  if (off != nullptr && std::string(off) == "off") return "";
+  std::string root;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
+    root = xdg;
+  else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    root = std::string(home) + "/.cache";
+  else
+    return "";
+  char name[40];
+  std::snprintf(name, sizeof name, "costs-%016llx.json", static_cast<unsigned long long>(fnv1a(key)));
+  return root + "/eaglet/" + name;
+}
+
+CostModel load_or_probe_costs(Transformer& target, Proposer& proposer, const std::string& key, std::string* how,
+                              const CostProbeOptions& options) {
+  const std::string path = cost_cache_path(key);
+  std::string problem;
+  if (!path.empty() && path_exists(path)) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(read_regular_file(path));
+      if (j.value("key", "") == key && j.value("max_rows", 0) >= options.max_rows) {
+        CostModel costs = CostModel::from_json(j.at("costs"));
+        if (how) *how = "cached in " + path;
+        return costs;
+      }
+    } catch (const std::exception& e) {
+      problem = std::string(" (the cached file was unusable: ") + e.what() + ")";
+    }
+  }
+  const Timer t;
+  CostModel costs = probe_costs(target, proposer, options);
+  char took[64];
+  std::snprintf(took, sizeof took, "measured in %.2f s", t.seconds());
+  std::string said = took + problem;
+  if (!path.empty()) {
+    try {
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+      if (ec) fail(std::filesystem::path(path).parent_path().string(), ": ", describe_error_code(ec));
+      const nlohmann::json j = {
+          {"format", kFormat}, {"key", key}, {"max_rows", options.max_rows}, {"costs", costs.to_json()}};
+      write_file_atomic(path, j.dump(1) + "\n");
+      said += ", cached in " + path;
+    } catch (const std::exception& e) {
+      said += std::string(", not cached: ") + e.what();
+    }
+  }
+  if (how) *how = said;
+  return costs;
+}
+
+}  // namespace eaglet

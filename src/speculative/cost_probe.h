@@ -1,0 +1,35 @@
+#pragma once
+// Measures the cost model (cost_model.h) of a target and a proposer on this machine, in about two seconds, or reads
+// it from a cache: $XDG_CACHE_HOME/eaglet/ (else ~/.cache/eaglet/), one file per key. The key names the model
+// files (name, size, modification time), the CPU and kernel path, and the thread count, so that changing any of them
+// measures again. EAGLET_COST_CACHE=off skips the cache. A cache that cannot be read or written is noted and
+// measured around; it never fails a run.
+#include <string>
+#include <vector>
+
+#include "model/transformer.h"
+#include "speculative/cost_model.h"
+#include "speculative/proposer.h"
+
+namespace eaglet {
+
+struct CostProbeOptions {
+  int max_rows = 32;            // verify rows and draft nodes measured up to
+  double budget_seconds = 2.0;  // repeats stop once spent (every point is measured at least once)
+};
+
+// Times forwards of `target` (aux capture set to the proposer's layers) and of `proposer` (reset, then restored to
+// nothing: the caller resets it before use).
+CostModel probe_costs(Transformer& target, Proposer& proposer, const CostProbeOptions& options = {});
+
+// The cache key of a pair: every regular file directly in `dirs`, the CPU, the kernel path and the thread count.
+std::string cost_cache_key(const std::vector<std::string>& dirs);
+// The cache file for a key ("" when caching is off or no home is known).
+std::string cost_cache_path(const std::string& key);
+
+// The cached model for `key`, else a measurement (then cached). `how` receives "measured in 1.2 s" or "cached in
+// PATH".
+CostModel load_or_probe_costs(Transformer& target, Proposer& proposer, const std::string& key, std::string* how,
+                              const CostProbeOptions& options = {});
+
+}  // namespace eaglet

@@ -1,0 +1,154 @@
+#include "speculative/round_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "util/timer.h"
+
+namespace eaglet {
+
+namespace {
+constexpr int kUnpaidRounds = 3;  // rounds in a row that did not pay before decoding plainly
+constexpr int kFirstProbe = 8;    // plain steps before the first probe
+constexpr int kLastProbe = 128;   // the longest wait between probes
+constexpr double kBestChildRate = 0.1;
+}  // namespace
+
+std::string_view policy_name(SpecPolicy policy) { return policy == SpecPolicy::Auto ? "auto" : "static"; }
+
+DraftParams auto_draft_limits() { return {12, 4, 32}; }
+
+RoundPolicy::RoundPolicy(CostModel costs, AcceptancePrior prior)
+    : costs_(std::move(costs)), acceptance_(std::move(prior)) {}
+
+double RoundPolicy::plain_rate() const { return 1.0 / costs_.verify_seconds(1); }
+
+DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftParams& limits) {
+  const int64_t Vd = proposer.draft_vocab();
+  const int budget = limits.num_draft_tokens - 1;
+  DraftTree tree;
+  tree.nodes.push_back({root_token, -1, 0, 0.0});
+  std::vector<double> value = {1.0}, p = {1.0};
+  double draft_spent = 0;
+  // R(N) over the N most valuable nodes so far (values fall along a path, so the N best include their ancestors).
+  std::vector<int> order;
+  int best_n = 0;
+  auto best_rate = [&] {
+    order.resize(tree.nodes.size() - 1);
+    std::iota(order.begin(), order.end(), 1);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return value[static_cast<size_t>(a)] > value[static_cast<size_t>(b)] ||
+             (value[static_cast<size_t>(a)] == value[static_cast<size_t>(b)] &&
+              tree.nodes[static_cast<size_t>(a)].depth < tree.nodes[static_cast<size_t>(b)].depth);
+    });
+    double best = 0, accepted = 0;
+    const int most = std::min(budget, static_cast<int>(order.size()));
+    for (int n = 0; n <= most; ++n) {
+      if (n > 0) accepted += value[static_cast<size_t>(order[static_cast<size_t>(n - 1)])];
+      const double seconds = costs_.overhead_seconds() +
+                             costs_.extend_seconds(static_cast<int>(std::lround(1 + accepted))) + draft_spent +
+                             costs_.verify_seconds(n + 1);
+      const double rate = (1 + accepted) / seconds;
+      if (rate > best) best = rate, best_n = n;
+    }
+    return best;
+  };
+
+  std::vector<DraftChoice> top;
+  std::vector<int> expanded = {0};
+  std::vector<DraftStep> steps;
+  double rate = best_rate();
+  for (int depth = 1; depth <= limits.num_steps && budget > 0; ++depth) {
+    std::vector<int> fresh;
+    for (int x : expanded) {
+      top_draft_ids(proposer.logits(x), Vd, limits.topk, top);
+      double best_p = 0;
+      for (const DraftChoice& c : top) {
+        const double pc = acceptance_.probability(std::exp(c.log_q), depth);
+        const DraftNode& parent = tree.nodes[static_cast<size_t>(x)];
+        tree.nodes.push_back({proposer.to_target(c.id), x, depth, parent.score + c.log_q});
+        value.push_back(value[static_cast<size_t>(x)] * pc);
+        p.push_back(pc);
+        fresh.push_back(static_cast<int>(tree.nodes.size()) - 1);
+        best_p = std::max(best_p, pc);
+      }
+      if (x > 0) {
+        const size_t d = static_cast<size_t>(depth - 1);
+        if (best_child_p_.size() <= d) best_child_p_.resize(d + 1, -1.0);
+        double& mean = best_child_p_[d];
+        mean = mean < 0 ? best_p : mean + kBestChildRate * (best_p - mean);
+      }
+    }
+    rate = best_rate();
+    if (depth == limits.num_steps) break;
+    // Expand the most valuable new nodes while the children they promise pay for their draft step and verify rows.
+    std::stable_sort(fresh.begin(), fresh.end(),
+                     [&](int a, int b) { return value[static_cast<size_t>(a)] > value[static_cast<size_t>(b)]; });
+    std::vector<int> expand;
+    double gain = 0;
+    for (int x : fresh) {
+      if (static_cast<int>(expand.size()) == limits.topk) break;
+      const size_t d = static_cast<size_t>(depth);
+      const double child_p =
+          d < best_child_p_.size() && best_child_p_[d] >= 0 ? best_child_p_[d] : p[static_cast<size_t>(x)];
+      const double g = gain + value[static_cast<size_t>(x)] * child_p;
+      const int n = static_cast<int>(expand.size()) + 1;
+      const double cost =
+          costs_.draft_seconds(n) + costs_.verify_seconds(best_n + 1 + n) - costs_.verify_seconds(best_n + 1);
+      if (!(g > rate * cost)) break;
+      gain = g;
+      expand.push_back(x);
+    }
+    if (expand.empty()) break;
+    steps.clear();
+    for (int x : expand) {
+      const DraftNode& node = tree.nodes[static_cast<size_t>(x)];
+      steps.push_back({x, node.parent, node.token, node.depth});
+    }
+    const Timer forward;
+    proposer.expand(steps);
+    const double seconds = forward.seconds();
+    tree.forward_seconds += seconds;
+    costs_.observe_draft(static_cast<int>(expand.size()), seconds);
+    draft_spent += costs_.draft_seconds(static_cast<int>(expand.size()));
+    expanded = std::move(expand);
+  }
+  proposer.end_round();
+  paid_ = rate >= plain_rate();
+  std::vector<bool> keep(tree.nodes.size(), false);
+  for (int i = 0; i < best_n; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
+  return keep_nodes(tree, keep);
+}
+
+void RoundPolicy::observe(const DraftTree& tree, std::span<const int32_t> kept) {
+  std::vector<bool> on_path(tree.nodes.size(), false);
+  for (int32_t k : kept) on_path[static_cast<size_t>(k)] = true;
+  for (size_t i = 1; i < tree.nodes.size(); ++i) {
+    const DraftNode& node = tree.nodes[i];
+    if (!on_path[static_cast<size_t>(node.parent)]) continue;  // its parent was rejected: no outcome for it
+    const double q = std::exp(node.score - tree.nodes[static_cast<size_t>(node.parent)].score);
+    acceptance_.observe(q, node.depth, on_path[i]);
+  }
+  acceptance_.fade();
+}
+
+void RoundPolicy::next_round() {
+  if (!drafts()) {
+    if (++plain_since_ >= probe_interval_) probing_ = true, plain_since_ = 0;
+    return;
+  }
+  if (paid_) {
+    unpaid_ = 0;
+    if (probing_) drafting_ = true, probe_interval_ = kFirstProbe;
+  } else if (probing_) {
+    probe_interval_ = std::min(2 * probe_interval_, kLastProbe);
+  } else if (++unpaid_ >= kUnpaidRounds) {
+    drafting_ = false;
+    plain_since_ = 0;
+    unpaid_ = 0;
+  }
+  probing_ = false;
+}
+
+}  // namespace eaglet

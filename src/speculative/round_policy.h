@@ -1,0 +1,57 @@
+#pragma once
+// The draft shape chosen per round (--speculative-policy auto): from the cost model of this machine (cost_model.h)
+// and the acceptance model of this sequence (acceptance_model.h), the tree that maximises expected tokens per
+// expected round time, grown node by node, or no drafts at all.
+//
+// Growth, depth by depth (one drafter forward per depth, as in EAGLE-2): every expanded node's top-k children join
+// the tree with value v = v(parent) x p(q, depth), the probability that the whole path is accepted. The round's rate
+// with the N best nodes is R(N) = (1 + sum of their v) / (extend + overhead + draft steps so far + T(N + 1)); a node
+// of the new depth is expanded while its expected best child's gain per marginal second (its draft step and its
+// verify row) beats the best R so far. The N with the highest R is verified.
+//
+// Plain fallback: a round whose best R is below a plain step's rate (1 / T(1)) did not pay; three in a row and the
+// sequence decodes plainly, without running the drafter (its extend is deferred until it drafts again), and probes
+// after 8, 16, ... 128 plain steps. Greedy output does not depend on any of this: every tree is verified exactly.
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "speculative/acceptance_model.h"
+#include "speculative/cost_model.h"
+#include "speculative/draft_tree.h"
+#include "speculative/proposer.h"
+
+namespace eaglet {
+
+enum class SpecPolicy { Static, Auto };
+std::string_view policy_name(SpecPolicy policy);  // "static", "auto"
+// The limits auto grows within when no draft shape is given: depth 12, 4 children per node, 32 nodes verified.
+DraftParams auto_draft_limits();
+
+class RoundPolicy {
+ public:
+  RoundPolicy(CostModel costs, AcceptancePrior prior);
+
+  // Whether this round drafts; false: a plain step that does not run the drafter.
+  bool drafts() const { return drafting_ || probing_; }
+  // The round's tree within `limits` (depth, children per node, nodes verified incl. the root), from the proposer's
+  // distribution after the root; the proposer forgets the round before this returns.
+  DraftTree grow(Proposer& proposer, int32_t root_token, const DraftParams& limits);
+  // The verify's outcome: `kept` are the tree indices of the root and the accepted path.
+  void observe(const DraftTree& tree, std::span<const int32_t> kept);
+  // After each round, drafted or not: decides whether the next one drafts.
+  void next_round();
+
+  CostModel& costs() { return costs_; }
+  const CostModel& costs() const { return costs_; }
+  double plain_rate() const;  // tokens per second of a plain step
+
+ private:
+  CostModel costs_;
+  AcceptanceModel acceptance_;
+  std::vector<double> best_child_p_;  // [d]: running mean of the best child's p under an expanded node of depth d
+  bool drafting_ = true, probing_ = false, paid_ = true;
+  int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8;
+};
+
+}  // namespace eaglet

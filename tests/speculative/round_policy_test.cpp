@@ -1,0 +1,294 @@
+// The auto policy (speculative/round_policy.h) on pairs whose acceptance is known: it drafts deep with an exact
+// drafter, stops drafting with a random one, follows a drafter that turns useless mid-sequence, and never changes
+// the greedy output. Its cost model interpolates and learns; its cache is keyed by what it measured.
+#include "speculative/round_policy.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "drafter/eagle3_drafter.h"
+#include "drafter/eagle3_proposer.h"
+#include "kernels/cpu_features.h"
+#include "speculative/cost_probe.h"
+#include "speculative/speculative.h"
+#include "test_env.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace eaglet {
+namespace {
+
+std::string fixture(const std::string& rel) { return test::fixtures_dir() + "/" + rel; }
+
+// An EAGLE-3 proposer that turns confidently wrong once the root passes `from`: its logits are shifted by one id.
+class TurningProposer : public Eagle3Proposer {
+ public:
+  TurningProposer(Eagle3Drafter& d, int64_t from) : Eagle3Proposer(d), from_(from) {}
+  void extend(std::span<const int32_t> tokens, const float* aux, int32_t first) override {
+    Eagle3Proposer::extend(tokens, aux, first);
+    root_ = first + static_cast<int64_t>(tokens.size()) - 1;
+    shifted_.clear();
+  }
+  const float* logits(int node) const override {
+    const float* in = Eagle3Proposer::logits(node);
+    if (root_ < from_) return in;
+    std::vector<float>& out = shifted_[node];
+    const int64_t V = draft_vocab();
+    out.resize(static_cast<size_t>(V));
+    for (int64_t i = 0; i < V; ++i) out[static_cast<size_t>((i + 1) % V)] = in[i];
+    return out.data();
+  }
+  void expand(std::span<const DraftStep> nodes) override {
+    for (const DraftStep& n : nodes) shifted_.erase(n.node);
+    Eagle3Proposer::expand(nodes);
+  }
+  void end_round() override {
+    Eagle3Proposer::end_round();
+    shifted_.clear();
+  }
+
+ private:
+  int64_t from_, root_ = 0;
+  mutable std::map<int, std::vector<float>> shifted_;
+};
+
+struct PolicyRun {
+  std::vector<int32_t> tokens;
+  std::vector<int> drafted;  // drafts verified in each round (0: a plain step)
+  SpecStats stats;
+};
+
+PolicyRun decode(Transformer& target, Proposer& proposer, const std::vector<int32_t>& prompt, int n, SpecPolicy policy,
+                 const DraftParams& shape, std::shared_ptr<const CostModel> costs) {
+  SpecConfig config{.round = {shape, SpecSampling::TargetOnly, policy},
+                    .context = static_cast<int64_t>(prompt.size()) + n + 64,
+                    .prefill_batch = 16,
+                    .costs = std::move(costs)};
+  SpeculativeDecoder decoder(target, proposer, config);
+  PolicyRun r;
+  r.tokens = {decoder.prefill(prompt)};
+  while (static_cast<int>(r.tokens.size()) < n) {
+    const int64_t before = decoder.stats().drafted;
+    decoder.step(r.tokens);
+    r.drafted.push_back(static_cast<int>(decoder.stats().drafted - before));
+  }
+  r.tokens.resize(static_cast<size_t>(n));
+  r.stats = decoder.stats();
+  return r;
+}
+
+int drafted_in_last(const PolicyRun& r, size_t rounds) {
+  int sum = 0;
+  for (size_t i = r.drafted.size() > rounds ? r.drafted.size() - rounds : 0; i < r.drafted.size(); ++i)
+    sum += r.drafted[i];
+  return sum;
+}
+
+std::vector<int32_t> prompt_of(int length, int64_t vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> p = {1};
+  for (int i = 1; i < length; ++i) p.push_back(static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(vocab - 3)));
+  return p;
+}
+
+class AutoPolicy : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    echo_ = Transformer::load(fixture("drafters/targets/echo_fp32"));
+    exact_ = Eagle3Drafter::load(fixture("drafters/exact_echo"), *echo_, {});
+    // A large target's costs (verify rows nearly free, a draft step a tenth of a forward), frozen: the decisions
+    // depend on the drafter alone, not on this machine's timings.
+    CostModel costs({{1, 1e-3}, {8, 1.2e-3}, {32, 2e-3}}, {{1, 1e-4}, {16, 3e-4}}, {{1, 1e-4}, {8, 2e-4}});
+    costs.freeze();
+    costs_ = std::make_shared<const CostModel>(costs);
+  }
+  std::unique_ptr<Transformer> echo_;
+  std::unique_ptr<Eagle3Drafter> exact_;
+  std::shared_ptr<const CostModel> costs_;
+};
+
+TEST_F(AutoPolicy, DraftsDeepWithAnExactDrafter) {
+  Eagle3Proposer proposer(*exact_);
+  const auto prompt = prompt_of(12, echo_->config().vocab_size, 1);
+  const PolicyRun r = decode(*echo_, proposer, prompt, 120, SpecPolicy::Auto, auto_draft_limits(), costs_);
+  std::printf("[auto] exact: %s\n  %s\n", r.stats.summary().c_str(), r.stats.shape_line().c_str());
+  EXPECT_GE(r.stats.accept_length(), 4.0);
+  EXPECT_GE(r.stats.depth_reached.size(), 4u);
+  EXPECT_EQ(r.stats.plain_steps, 0) << "an exact drafter always pays";
+}
+
+TEST_F(AutoPolicy, StopsDraftingWithARandomDrafter) {
+  auto random = Eagle3Drafter::load(fixture("drafters/random_echo"), *echo_, {});
+  Eagle3Proposer proposer(*random);
+  const auto prompt = prompt_of(12, echo_->config().vocab_size, 2);
+  const PolicyRun r = decode(*echo_, proposer, prompt, 240, SpecPolicy::Auto, auto_draft_limits(), costs_);
+  std::printf("[auto] random: %s\n  %s\n", r.stats.summary().c_str(), r.stats.shape_line().c_str());
+  ASSERT_GE(r.drafted.size(), 100u);
+  // Plain steps, but for a probe now and then (at most one in the last 100 rounds: they wait 8, 16, ... 128 steps).
+  EXPECT_LE(drafted_in_last(r, 100), auto_draft_limits().num_draft_tokens - 1);
+  EXPECT_GE(r.stats.plain_steps, static_cast<int64_t>(r.drafted.size()) * 3 / 4);
+}
+
+TEST_F(AutoPolicy, FollowsADrafterThatTurnsUselessMidSequence) {
+  const auto prompt = prompt_of(12, echo_->config().vocab_size, 3);
+  TurningProposer proposer(*exact_, /*from=*/static_cast<int64_t>(prompt.size()) + 100);
+  const PolicyRun r = decode(*echo_, proposer, prompt, 300, SpecPolicy::Auto, auto_draft_limits(), costs_);
+  std::printf("[auto] exact then wrong: %s\n  %s\n", r.stats.summary().c_str(), r.stats.shape_line().c_str());
+  // The first tokens came in deep rounds; the last 100 rounds are plain but for a probe.
+  int early = 0;
+  for (size_t i = 0; i < 10 && i < r.drafted.size(); ++i) early += r.drafted[i];
+  EXPECT_GE(early, 40) << "deep drafts while the drafter is exact";
+  ASSERT_GE(r.drafted.size(), 120u);
+  EXPECT_LE(drafted_in_last(r, 100), auto_draft_limits().num_draft_tokens - 1);
+}
+
+TEST_F(AutoPolicy, GreedyOutputDoesNotDependOnThePolicy) {
+  auto nearecho = Transformer::load(fixture("drafters/targets/nearecho_fp32"));
+  auto drafter = Eagle3Drafter::load(fixture("drafters/exact_echo"), *nearecho, {});
+  Eagle3Proposer probe(*drafter);
+  auto costs = std::make_shared<const CostModel>(probe_costs(*nearecho, probe, {.max_rows = 32}));  // as measured
+  std::printf("[auto] nearecho: %s\n", costs->describe().c_str());
+  Eagle3Proposer proposer(*drafter);
+  int64_t accepted = 0;
+  for (unsigned seed = 0; seed < 4; ++seed) {
+    const auto prompt = prompt_of(5 + 4 * static_cast<int>(seed), nearecho->config().vocab_size, 10 + seed);
+    const PolicyRun want = decode(*nearecho, proposer, prompt, 60, SpecPolicy::Static, {1, 1, 2}, costs);
+    for (const DraftParams& shape : {DraftParams{4, 1, 5}, DraftParams{5, 4, 8}, auto_draft_limits()}) {
+      for (SpecPolicy policy : {SpecPolicy::Static, SpecPolicy::Auto}) {
+        const PolicyRun got = decode(*nearecho, proposer, prompt, 60, policy, shape, costs);
+        ASSERT_EQ(got.tokens, want.tokens) << policy_name(policy) << " " << shape.label() << " seed " << seed;
+        if (policy == SpecPolicy::Auto) accepted += got.stats.accepted;
+      }
+    }
+  }
+  EXPECT_GT(accepted, 0) << "auto never had a draft accepted: equality would be trivial";
+}
+
+TEST(AutoPolicyConfig, NeedsACostModel) {
+  auto echo = Transformer::load(fixture("drafters/targets/echo_fp32"));
+  auto exact = Eagle3Drafter::load(fixture("drafters/exact_echo"), *echo, {});
+  Eagle3Proposer proposer(*exact);
+  SpecConfig config{.round = {auto_draft_limits(), SpecSampling::TargetOnly, SpecPolicy::Auto}};
+  EXPECT_THROW(SpeculativeDecoder(*echo, proposer, config), Error);
+}
+
+TEST(CostModel, InterpolatesAndLearnsFromObservations) {
+  CostModel m({{1, 1.0}, {4, 1.3}, {8, 2.0}}, {{1, 0.2}}, {{1, 0.1}, {4, 0.2}});
+  EXPECT_DOUBLE_EQ(m.verify_seconds(1), 1.0);
+  EXPECT_NEAR(m.verify_seconds(2), 1.1, 1e-12);
+  EXPECT_NEAR(m.verify_seconds(16), 3.4, 1e-12);  // the last slope, extended
+  EXPECT_NEAR(m.draft_seconds(3), 0.6, 1e-12);    // one point: proportional
+  EXPECT_EQ(m.extend_seconds(0), 0.0);
+  for (int i = 0; i < 200; ++i) m.observe_verify(8, 4.0);  // verify rows cost twice what the probe saw
+  EXPECT_NEAR(m.verify_seconds(8), 4.0, 0.05);
+  EXPECT_NEAR(m.verify_seconds(1), 1.0, 1e-12) << "a plain step's cost is its own point";
+  CostModel frozen = m;
+  frozen.freeze();
+  frozen.observe_verify(1, 9.0);
+  EXPECT_NEAR(frozen.verify_seconds(1), 1.0, 1e-12);
+  const CostModel back = CostModel::from_json(m.to_json());
+  EXPECT_NEAR(back.verify_seconds(8), 2.0, 1e-12) << "the cache keeps the measurement, not the corrections";
+  EXPECT_THROW(CostModel::from_json(nlohmann::json::parse(R"({"verify": [[2, 1.0]], "draft": [[1, 1]],
+                                                             "extend": [[1, 1]]})")),
+               Error);
+  EXPECT_THROW(CostModel::from_json(nlohmann::json::parse(R"({"verify": [[1, -1.0]], "draft": [[1, 1]],
+                                                             "extend": [[1, 1]]})")),
+               Error);
+  EXPECT_THROW(CostModel::from_json(nlohmann::json::parse(R"({"verify": "x"})")), Error);
+}
+
+TEST(AcceptanceModel, StartsFromQAndLearnsTheDrafterIsWrong) {
+  AcceptanceModel m(AcceptancePrior{{1.0, 0.5}, 4.0});
+  EXPECT_NEAR(m.probability(0.9, 1), 0.9, 1e-12);
+  EXPECT_NEAR(m.probability(0.9, 2), 0.45, 1e-12);
+  EXPECT_LE(m.probability(1.0, 1), AcceptanceModel::kMaxProbability);
+  for (int i = 0; i < 30; ++i) {
+    m.observe(0.9, 1, false);
+    m.fade();
+  }
+  EXPECT_LT(m.probability(0.9, 1), 0.2);
+  for (int i = 0; i < 200; ++i) {
+    m.observe(0.9, 1, true);
+    m.fade();
+  }
+  EXPECT_GT(m.probability(0.9, 1), 0.85) << "old outcomes fade";
+}
+
+TEST(AcceptancePrior, ReadsTheTrainingRecordsAccuracyByStep) {
+  const std::string dir = test::temp_dir("prior");
+  { std::ofstream(dir + "/eaglet_training.json") << R"({"acc": [0.8, 0.6, 0.4]})"; }
+  std::string note;
+  AcceptancePrior p = AcceptancePrior::from_training_record(dir, &note);
+  EXPECT_TRUE(note.empty());
+  ASSERT_EQ(p.depth_factor.size(), 3u);
+  EXPECT_NEAR(p.depth_factor[1], 0.75, 1e-12);
+  { std::ofstream(dir + "/eaglet_training.json") << R"({"acc": "high"})"; }
+  p = AcceptancePrior::from_training_record(dir, &note);
+  EXPECT_EQ(p.depth_factor, std::vector<double>{1.0});
+  EXPECT_NE(note.find("eaglet_training.json"), std::string::npos) << note;
+}
+
+TEST(CostCache, KeyFollowsTheFilesTheThreadsAndTheKernels) {
+  const std::string dir = test::temp_dir("cost-key");
+  { std::ofstream(dir + "/model.safetensors") << "abc"; }
+  const std::string key = cost_cache_key({dir});
+  EXPECT_EQ(cost_cache_key({dir}), key);
+  { std::ofstream(dir + "/model.safetensors") << "abcd"; }
+  const std::string grown = cost_cache_key({dir});
+  EXPECT_NE(grown, key) << "a changed file measures again";
+  const int threads = thread_pool().size();
+  set_num_threads(threads == 1 ? 2 : 1);
+  EXPECT_NE(cost_cache_key({dir}), grown) << "another thread count measures again";
+  set_num_threads(threads);
+  const Isa isa = active_isa();
+  if (isa == Isa::Scalar) GTEST_SKIP() << "one kernel path only";
+  set_active_isa(Isa::Scalar);
+  EXPECT_NE(cost_cache_key({dir}), grown) << "another kernel path (or CPU) measures again";
+  set_active_isa(isa);
+  EXPECT_NE(cost_cache_path(key), cost_cache_path(grown));
+}
+
+TEST(CostCache, StoresReadsBackAndSurvivesABadCache) {
+  auto echo = Transformer::load(fixture("drafters/targets/echo_fp32"));
+  auto exact = Eagle3Drafter::load(fixture("drafters/exact_echo"), *echo, {});
+  Eagle3Proposer proposer(*exact);
+  const std::string cache = test::temp_dir("cost-cache");
+  const char* old = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old ? old : "";
+  setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  const std::string key = cost_cache_key({fixture("drafters/targets/echo_fp32"), fixture("drafters/exact_echo")});
+  std::string how;
+  load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8});
+  EXPECT_NE(how.find("measured"), std::string::npos) << how;
+  const std::string path = cost_cache_path(key);
+  ASSERT_TRUE(std::filesystem::exists(path)) << how;
+  load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8});
+  EXPECT_EQ(how, "cached in " + path);
+  load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 16});
+  EXPECT_NE(how.find("measured"), std::string::npos) << "fewer rows were cached than asked: " << how;
+  { std::ofstream(path) << "{not json"; }
+  load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8});
+  EXPECT_NE(how.find("unusable"), std::string::npos) << how;
+  // A cache folder that cannot be written: measured, said, and the run goes on.
+  std::filesystem::remove_all(cache + "/eaglet");
+  { std::ofstream(cache + "/eaglet") << "a file where the folder goes"; }
+  const CostModel m = load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8});
+  EXPECT_FALSE(m.empty());
+  EXPECT_NE(how.find("not cached"), std::string::npos) << how;
+  setenv("EAGLET_COST_CACHE", "off", 1);
+  EXPECT_EQ(cost_cache_path(key), "");
+  unsetenv("EAGLET_COST_CACHE");
+  if (old)
+    setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else
+    unsetenv("XDG_CACHE_HOME");
+}
+
+}  // namespace
+}  // namespace eaglet
