@@ -18,18 +18,21 @@ bool SpecOptions::enabled() const {
   return true;
 }
 
+// Under auto, draft-q trees keep a static shape (it must not depend on the draws): SGLang's default unless given.
 DraftParams SpecOptions::draft_shape() const {
-  return round.policy == SpecPolicy::Auto && !draft_given ? auto_draft_limits() : round.draft.resolved();
+  if (round.policy != SpecPolicy::Auto || draft_given) return round.draft.resolved();
+  return round.scheme == SpecSampling::DraftQ ? DraftParams{}.resolved() : auto_draft_limits();
 }
 
 std::string SpecOptions::describe() const {
   if (!enabled()) return "off";
   const DraftParams d = draft_shape();
-  const std::string shape = round.policy == SpecPolicy::Auto
-                                ? "policy auto within depth " + std::to_string(d.num_steps) + ", " +
-                                      std::to_string(d.topk) + " children per node, " +
-                                      std::to_string(d.num_draft_tokens) + " tokens verified"
-                                : "policy static, " + d.label();
+  std::string shape = "policy static, " + d.label();
+  if (round.policy == SpecPolicy::Auto && round.scheme == SpecSampling::DraftQ)
+    shape = "policy auto (draft-q trees keep one shape: " + d.label() + "; plain when it does not pay)";
+  else if (round.policy == SpecPolicy::Auto)
+    shape = "policy auto within depth " + std::to_string(d.num_steps) + ", " + std::to_string(d.topk) +
+            " children per node, " + std::to_string(d.num_draft_tokens) + " tokens verified";
   std::string s = "eagle3, " + shape + ", verification " +
                   (round.scheme == SpecSampling::DraftQ ? "draft-q" : "target-only") + ", drafter " + drafter;
   if (load.aux_convention) s += std::string(", aux ids as ") + convention_name(*load.aux_convention);
@@ -42,10 +45,8 @@ std::unique_ptr<Speculation> Speculation::load(const SpecOptions& options, Trans
   std::unique_ptr<Speculation> s(new Speculation());
   s->options_ = options;
   std::string note;
-  if (options.round.policy == SpecPolicy::Auto && !options.draft_given)
-    s->options_.round.draft = auto_draft_limits();
-  else
-    s->options_.round.draft = options.round.draft.resolved(&note);
+  s->options_.round.draft = options.draft_shape();
+  (void)options.round.draft.resolved(&note);  // only for the note, when the chain rule adjusted the shape
   if (!note.empty()) log_note(note);
   s->drafter_ = load_drafter(options.drafter, options.load, target);
   log_info(s->drafter_->describe());

@@ -49,7 +49,11 @@ TEST(SpecOptions, DescribesTheResolvedShape) {
   EXPECT_EQ(o.describe(), "eagle3, policy static, chain 5/1/6, verification draft-q, drafter d, aux ids as output");
   o.round.policy = SpecPolicy::Auto;
   EXPECT_EQ(o.describe(),
-            "eagle3, policy auto within depth 12, 4 children per node, 32 tokens verified, verification draft-q, "
+            "eagle3, policy auto (draft-q trees keep one shape: tree 5/4/8; plain when it does not pay), "
+            "verification draft-q, drafter d, aux ids as output");
+  o.round.scheme = SpecSampling::TargetOnly;
+  EXPECT_EQ(o.describe(),
+            "eagle3, policy auto within depth 12, 4 children per node, 32 tokens verified, verification target-only, "
             "drafter d, aux ids as output");
   o.draft_given = true;  // the shape flags bound what auto drafts
   EXPECT_EQ(o.draft_shape(), (DraftParams{5, 1, 6}));
