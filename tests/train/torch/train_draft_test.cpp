@@ -185,7 +185,7 @@ TEST_F(TrainDraftTest, ShortRunLearnsAndServes) {
   EXPECT_GT(tree, 1.5) << record.dump();
 
   // Served by generate as trained, and the same after conversion to the speculators layout.
-  const std::string prompt = " --temp 0 -n 24 -p 'def value items' ";
+  const std::string prompt = " --temp 0 -n 24 -p 'def value items' --speculative-policy static ";  // same drafts
   const auto a =
       test::run_command(test::eaglet_bin() + " generate -m " + echo_target() + " -d " + out + prompt + "--compare");
   ASSERT_EQ(a.exit_code, 0) << a.err;
