@@ -15,8 +15,8 @@ constexpr double kFade = 0.977;  // per round: 0.977^30 = 0.5
 AcceptancePrior AcceptancePrior::from_training_record(const std::string& drafter_dir, std::string* note) {
   AcceptancePrior prior;
   const std::string path = drafter_dir + "/eaglet_training.json";
-  if (!path_exists(path)) return prior;
   try {
+    if (!path_exists(path)) return prior;
     const nlohmann::json j = nlohmann::json::parse(read_regular_file(path));
     if (!j.contains("acc") || !j["acc"].is_array() || j["acc"].empty() || !j["acc"][0].is_number())
       throw std::runtime_error("no 'acc' array of numbers");
@@ -24,8 +24,9 @@ AcceptancePrior AcceptancePrior::from_training_record(const std::string& drafter
     if (!(first > 0)) throw std::runtime_error("acc[0] is not positive");
     prior.depth_factor.clear();
     for (const auto& a : j["acc"]) {
-      if (!a.is_number()) throw std::runtime_error("'acc' holds " + a.dump());
-      prior.depth_factor.push_back(std::clamp(a.get<double>() / first, 0.0, 1.0));
+      if (!a.is_number() || a.get<double>() < 0 || a.get<double>() > 1)
+        throw std::runtime_error("'acc' holds " + a.dump() + " where an accuracy in [0, 1] was expected");
+      prior.depth_factor.push_back(std::min(a.get<double>() / first, 1.0));
     }
   } catch (const std::exception& e) {
     if (note) *note = path + ": " + e.what() + "; the acceptance prior is the default (q as calibrated)";

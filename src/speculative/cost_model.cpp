@@ -11,6 +11,7 @@ namespace eaglet {
 namespace {
 
 constexpr double kCorrectionRate = 0.05;  // weight of one observation in the running correction
+constexpr int kMaxRows = 1 << 16;         // far beyond any verify batch (a cached file holding more is not ours)
 
 void check_curve(const CostModel::Curve& c, const char* what) {
   if (c.empty() || c.front().first != 1) fail("cost model: the ", what, " curve must start at 1 row");
@@ -18,6 +19,7 @@ void check_curve(const CostModel::Curve& c, const char* what) {
     if (!(c[i].second > 0) || !std::isfinite(c[i].second))
       fail("cost model: ", what, " at ", c[i].first, " rows: expected a positive time, found ", c[i].second);
     if (i > 0 && c[i].first <= c[i - 1].first) fail("cost model: the ", what, " curve's rows must ascend");
+    if (c[i].first > kMaxRows) fail("cost model: ", what, " at ", c[i].first, " rows: at most ", kMaxRows, " expected");
   }
 }
 
@@ -120,7 +122,8 @@ CostModel CostModel::from_json(const nlohmann::json& j) {
     if (!j.is_object() || !j.contains(key) || !j[key].is_array()) fail("cost model: no '", key, "' array");
     Curve c;
     for (const auto& p : j[key]) {
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number())
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number_integer() || !p[1].is_number() || p[0].get<int64_t>() < 1 ||
+          p[0].get<int64_t>() > kMaxRows)
         fail("cost model: '", key, "' holds ", p.dump(), " where [rows, seconds] was expected");
       c.emplace_back(p[0].get<int>(), p[1].get<double>());
     }

@@ -68,8 +68,9 @@ CostModel probe_costs(Transformer& target, Proposer& proposer, const CostProbeOp
   const std::vector<int> verify_rows = points_up_to({1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}, max_rows);
   const std::vector<int> draft_nodes = points_up_to({1, 2, 4, 8, 16}, std::min(max_rows, 16));
   const std::vector<int> extend_tokens = {1, 2, 4, 8};
-  std::vector<double> verify(verify_rows.size(), std::numeric_limits<double>::infinity());
-  std::vector<double> draft(draft_nodes.size(), verify.front()), extend(extend_tokens.size(), verify.front());
+  constexpr double kUnmeasured = std::numeric_limits<double>::infinity();  // the best of the repeats so far
+  std::vector<double> verify(verify_rows.size(), kUnmeasured), draft(draft_nodes.size(), kUnmeasured),
+      extend(extend_tokens.size(), kUnmeasured);
   std::vector<DraftStep> steps;
   auto pass = [&] {
     for (size_t i = 0; i < verify_rows.size(); ++i) {
@@ -148,17 +149,17 @@ CostModel load_or_probe_costs(Transformer& target, Proposer& proposer, const std
                               const CostProbeOptions& options) {
   const std::string path = cost_cache_path(key);
   std::string problem;
-  if (!path.empty() && path_exists(path)) {
-    try {
+  try {
+    if (!path.empty() && path_exists(path)) {
       const nlohmann::json j = nlohmann::json::parse(read_regular_file(path));
       if (j.value("key", "") == key && j.value("max_rows", 0) >= options.max_rows) {
         CostModel costs = CostModel::from_json(j.at("costs"));
         if (how) *how = "cached in " + path;
         return costs;
       }
-    } catch (const std::exception& e) {
-      problem = std::string(" (the cached file was unusable: ") + e.what() + ")";
     }
+  } catch (const std::exception& e) {
+    problem = std::string(" (the cached file was unusable: ") + e.what() + ")";
   }
   const Timer t;
   CostModel costs = probe_costs(target, proposer, options);

@@ -74,6 +74,14 @@ void top_draft_ids(const float* logits, int64_t n, int k, std::vector<DraftChoic
   for (int32_t id : best) out.push_back({id, static_cast<double>(logits[id]) - log_z});
 }
 
+void draft_steps(const DraftTree& tree, std::span<const int> nodes, std::vector<DraftStep>& out) {
+  out.clear();
+  for (int n : nodes) {
+    const DraftNode& node = tree.nodes[static_cast<size_t>(n)];
+    out.push_back({n, node.parent, node.token, node.depth});
+  }
+}
+
 DraftTree keep_nodes(const DraftTree& tree, const std::vector<bool>& keep) {
   DraftTree kept;
   kept.forward_seconds = tree.forward_seconds;
@@ -104,11 +112,7 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
   std::vector<DraftStep> steps;
   double forward_seconds = 0;
   auto feed = [&](const std::vector<int>& nodes) {
-    steps.clear();
-    for (int n : nodes) {
-      const DraftNode& node = tree.nodes[static_cast<size_t>(n)];
-      steps.push_back({n, node.parent, node.token, node.depth});
-    }
+    draft_steps(tree, nodes, steps);
     const Timer forward;
     proposer.expand(steps);
     forward_seconds += forward.seconds();

@@ -50,6 +50,9 @@ struct DraftChoice {
 };
 void top_draft_ids(const float* logits, int64_t n, int k, std::vector<DraftChoice>& out);
 
+// The proposer's view of tree nodes `nodes` (one depth), for Proposer::expand.
+void draft_steps(const DraftTree& tree, std::span<const int> nodes, std::vector<DraftStep>& out);
+
 // Keeps the nodes of `tree` marked in `keep` (the root always; a node whose parent is not kept is dropped too), in
 // order, parents renumbered.
 DraftTree keep_nodes(const DraftTree& tree, const std::vector<bool>& keep);

@@ -101,11 +101,7 @@ DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftP
       expand.push_back(x);
     }
     if (expand.empty()) break;
-    steps.clear();
-    for (int x : expand) {
-      const DraftNode& node = tree.nodes[static_cast<size_t>(x)];
-      steps.push_back({x, node.parent, node.token, node.depth});
-    }
+    draft_steps(tree, expand, steps);
     const Timer forward;
     proposer.expand(steps);
     const double seconds = forward.seconds();
@@ -116,6 +112,9 @@ DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftP
   }
   proposer.end_round();
   paid_ = rate >= plain_rate();
+  // The first round and each probe verify at least the drafter's best guess: an empty tree would teach the
+  // acceptance model nothing, and a drafter it has written off could never win it back.
+  if (learn_ && best_n == 0 && tree.nodes.size() > 1) best_n = 1;
   std::vector<bool> keep(tree.nodes.size(), false);
   for (int i = 0; i < best_n; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
   return keep_nodes(tree, keep);
@@ -134,8 +133,9 @@ void RoundPolicy::observe(const DraftTree& tree, std::span<const int32_t> kept) 
 }
 
 void RoundPolicy::next_round() {
+  learn_ = false;
   if (!drafts()) {
-    if (++plain_since_ >= probe_interval_) probing_ = true, plain_since_ = 0;
+    if (++plain_since_ >= probe_interval_) probing_ = learn_ = true, plain_since_ = 0;
     return;
   }
   if (paid_) {

@@ -11,7 +11,7 @@
 //
 // Plain fallback: a round whose best R is below a plain step's rate (1 / T(1)) did not pay; three in a row and the
 // sequence decodes plainly, without running the drafter (its extend is deferred until it drafts again), and probes
-// after 8, 16, ... 128 plain steps. Greedy output does not depend on any of this: every tree is verified exactly.
+// after 8, 16, ... 128 plain steps. The first round and every probe verify at least the drafter's best child. Greedy output does not depend on any of this: every tree is verified exactly.
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +51,7 @@ class RoundPolicy {
   AcceptanceModel acceptance_;
   std::vector<double> best_child_p_;  // [d]: running mean of the best child's p under an expanded node of depth d
   bool drafting_ = true, probing_ = false, paid_ = true;
+  bool learn_ = true;  // this round verifies at least one draft (the first round, a probe)
   int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8;
 };
 

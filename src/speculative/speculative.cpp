@@ -22,7 +22,6 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
     if (!config_.costs || config_.costs->empty())
       fail("--speculative-policy auto needs the pair's cost model (Speculation measures it at load)");
     config_.round.draft.num_draft_tokens = static_cast<int>(std::min<int64_t>(d.num_draft_tokens, limit));
-    policy_ = std::make_unique<RoundPolicy>(*config_.costs, config_.prior);
     stats_.variable_shape = true;
   }
   if (d.num_draft_tokens > limit)
@@ -30,7 +29,7 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
          " tokens are verified per round (larger batches are not computed exactly as one token at a time); lower it");
   target_.set_aux_layers(proposer_.aux_layers());
   // A greedy chain reads only the drafter's best id after each node (draft_tree).
-  proposer_.set_best_only(d.topk == 1 && !sampled_tree() && !policy_);
+  proposer_.set_best_only(d.topk == 1 && !sampled_tree() && config_.round.policy == SpecPolicy::Static);
   // Room for the round's tree on top of the context.
   const int64_t slack = d.num_draft_tokens + 1;
   target_cache_ = target_.make_cache(config_.context + slack);
@@ -46,7 +45,7 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
   proposer_.reset(proposer_capacity_);
   pending_tokens_.clear();
   pending_aux_.clear();
-  if (policy_) policy_ = std::make_unique<RoundPolicy>(*config_.costs, config_.prior);
+  if (config_.round.policy == SpecPolicy::Auto) policy_ = std::make_unique<RoundPolicy>(*config_.costs, config_.prior);
   const int64_t W = target_.aux_width();
   aux_rows_.resize(static_cast<size_t>(n * W));
   for (int64_t start = 0; start < n; start += config_.prefill_batch) {
@@ -123,8 +122,9 @@ void SpeculativeDecoder::finish(size_t index, std::vector<int32_t>& out) {
   root_token_ = acc.bonus;
   const double committed = round_timer_.seconds();
   if (policy_) inform_policy(kept, verified, committed);
+  const double decided = round_timer_.seconds();
   extend_proposer(pair_tokens, P);
-  record_round_time(verified, committed, round_timer_.seconds());
+  record_round_time(verified, decided, round_timer_.seconds());
 }
 
 // The round's outcome and times teach the policy; then it decides whether the next round drafts.

@@ -24,9 +24,9 @@ namespace eaglet {
 
 // How every round of a run drafts and verifies: set from the --speculative-* flags (drafter/speculation.h).
 struct RoundOptions {
-  DraftParams draft;  // static: every round's shape; auto: the limits it grows within
+  DraftParams draft;                               // static: every round's shape; auto: the limits it grows within
   SpecSampling scheme = SpecSampling::TargetOnly;  // verification at temperature > 0
-  SpecPolicy policy = SpecPolicy::Static;           // the commands that decode default to auto (cli/args.cpp)
+  SpecPolicy policy = SpecPolicy::Static;          // the commands that decode default to auto (cli/args.cpp)
 };
 
 struct SpecConfig {
@@ -60,7 +60,7 @@ class SpeculativeDecoder : public BatchedSequence {
 
   const SpecStats& stats() const { return stats_; }
   double drafter_prefill_seconds() const { return drafter_prefill_seconds_; }  // the proposer's pass over the prompt
-  int64_t root_position() const override { return target_cache_.size(); }  // the position of the last emitted token
+  int64_t root_position() const override { return target_cache_.size(); }      // the position of the last emitted token
 
  private:
   // Drafts are drawn from the drafter's distribution (verification with q), not its top-k.
@@ -90,7 +90,7 @@ class SpeculativeDecoder : public BatchedSequence {
   double drafted_seconds_ = 0, draft_forward_seconds_ = 0;
   bool undrafted_ = false;  // the policy gave this round no draft tokens
   double drafter_prefill_seconds_ = 0;
-  bool alone_ = false;      // step(): the forward was this sequence's alone, so its time is this round's verify
+  bool alone_ = false;  // step(): the forward was this sequence's alone, so its time is this round's verify
   Timer round_timer_;
   std::unique_ptr<RoundPolicy> policy_;  // auto; null: static
   // Pairs the proposer has not been extended with yet (auto, while it decodes plainly): tokens from position

@@ -10,19 +10,19 @@ namespace eaglet {
 struct SpecStats {
   int num_draft_tokens = 0;  // verified nodes per round, root included (SGLang's flag)
   int64_t verifies = 0;
-  int64_t accepted = 0;                 // accepted draft tokens (bonus tokens not counted)
-  int64_t drafted = 0;                  // draft tokens verified
-  int64_t plain_steps = 0;              // steps left without drafts by the policy or the batch (not verifies)
-  bool variable_shape = false;          // --speculative-policy auto: the tree changes per round
+  int64_t accepted = 0;                   // accepted draft tokens (bonus tokens not counted)
+  int64_t drafted = 0;                    // draft tokens verified
+  int64_t plain_steps = 0;                // steps left without drafts by the policy or the batch (not verifies)
+  bool variable_shape = false;            // --speculative-policy auto: the tree changes per round
   std::vector<int64_t> drafts_per_round;  // [n]: rounds that verified n drafts ([0]: plain steps)
-  std::vector<int64_t> depth_reached;   // [d]: verifies whose tree had depth >= d+1
-  std::vector<int64_t> depth_accepted;  // [d]: verifies that accepted d+1 or more tokens
-  struct RoundTime {                    // seconds spent in each part of the rounds
-    double draft = 0;                   // the drafter's forwards over the round's nodes (draft steps)
-    double select = 0;                  // choosing the tree: softmax, top-k, ranking
-    double verify = 0;                  // the target's forward over the tree
-    double accept_commit = 0;           // acceptance, target KV commit, aux rows kept
-    double extend = 0;                  // the drafter's forward over the accepted tokens
+  std::vector<int64_t> depth_reached;     // [d]: verifies whose tree had depth >= d+1
+  std::vector<int64_t> depth_accepted;    // [d]: verifies that accepted d+1 or more tokens
+  struct RoundTime {                      // seconds spent in each part of the rounds
+    double draft = 0;                     // the drafter's forwards over the round's nodes (draft steps)
+    double select = 0;                    // choosing the tree: softmax, top-k, ranking
+    double verify = 0;                    // the target's forward over the tree
+    double accept_commit = 0;             // acceptance, target KV commit, aux rows kept
+    double extend = 0;                    // the drafter's forward over the accepted tokens
     double total() const { return draft + select + verify + accept_commit + extend; }
   } time;
 
@@ -31,7 +31,7 @@ struct SpecStats {
   void merge(const SpecStats& other);  // sums of two runs (e.g. over a prompt set)
   // SGLang: accept len = (accepted + verifies) / verifies (bonus included); accept rate = len / num_draft_tokens.
   double accept_length() const;
-  double accept_rate() const;  // variable shapes: accept len / mean tokens verified per round
+  double accept_rate() const;       // variable shapes: accept len / mean tokens verified per round
   double draft_acceptance() const;  // accepted / drafted (vLLM, llama.cpp)
   // [d]: accepted at depth d+1 / trees reaching depth d+1 (0 where none reached it).
   std::vector<double> per_depth_acceptance() const;
@@ -47,7 +47,7 @@ struct SpecStats {
   // >= 32 verifies and accept len < kZeroAcceptLen; with variable shapes also >= 3 verifies and nothing accepted
   // (the auto policy stops drafting after a few rounds that do not pay, so 32 verifies may never come).
   bool zero_acceptance() const;
-  std::string zero_acceptance_warning() const;    // what it means and what to check
+  std::string zero_acceptance_warning() const;  // what it means and what to check
 };
 
 // The log a run writes as it goes (generate, serve): the acceptance line and the round's time split every

@@ -94,7 +94,9 @@ async function recordStats(page) {
   });
 }
 
-const { server, url, log } = startServer(['-m', target, '-d', drafter]);
+// static: the auto policy's shapes follow this machine's timings, so two requests could differ in accept len; with
+// one fixed shape the page's run must show exactly the reference request's.
+const { server, url, log } = startServer(['-m', target, '-d', drafter, '--speculative-policy', 'static']);
 let browser, plainServer;
 try {
   const base = await url;

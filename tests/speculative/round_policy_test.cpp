@@ -201,6 +201,9 @@ TEST(CostModel, InterpolatesAndLearnsFromObservations) {
                                                              "extend": [[1, 1]]})")),
                Error);
   EXPECT_THROW(CostModel::from_json(nlohmann::json::parse(R"({"verify": "x"})")), Error);
+  EXPECT_THROW(CostModel::from_json(nlohmann::json::parse(R"({"verify": [[1, 1.0], [4611686018427387904, 2.0]],
+                                                             "draft": [[1, 1]], "extend": [[1, 1]]})")),
+               Error);
 }
 
 TEST(AcceptanceModel, StartsFromQAndLearnsTheDrafterIsWrong) {
@@ -232,6 +235,11 @@ TEST(AcceptancePrior, ReadsTheTrainingRecordsAccuracyByStep) {
   p = AcceptancePrior::from_training_record(dir, &note);
   EXPECT_EQ(p.depth_factor, std::vector<double>{1.0});
   EXPECT_NE(note.find("eaglet_training.json"), std::string::npos) << note;
+  { std::ofstream(dir + "/eaglet_training.json") << R"({"acc": [0.8, 1.5]})"; }
+  note.clear();
+  p = AcceptancePrior::from_training_record(dir, &note);
+  EXPECT_EQ(p.depth_factor, std::vector<double>{1.0});
+  EXPECT_NE(note.find("in [0, 1]"), std::string::npos) << note;
 }
 
 TEST(CostCache, KeyFollowsTheFilesTheThreadsAndTheKernels) {
