@@ -54,7 +54,7 @@ int32_t PlainSequence::prefill(std::span<const int32_t> prompt) {
   return token_;
 }
 
-SequenceBatch PlainSequence::plan(int) {
+SequenceBatch PlainSequence::plan(int, int) {
   if (cache_.size() >= context_) fail("context of ", context_, " tokens is full (raise --ctx)");
   return {&cache_, {.tokens = {&token_, 1}}};
 }
@@ -93,7 +93,7 @@ int64_t step_together(Transformer& target, std::span<BatchedSequence* const> seq
   rows.reserve(sequences.size());
   int64_t total = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
-    rows.push_back(sequences[i]->plan(draft_tokens[i]));
+    rows.push_back(sequences[i]->plan(draft_tokens[i], static_cast<int>(sequences.size())));
     total += static_cast<int64_t>(rows.back().batch.tokens.size());
   }
   target.forward(rows);

@@ -34,8 +34,8 @@ class BatchedSequence {
   // Runs the prompt through the target alone; returns the first generated token.
   virtual int32_t prefill(std::span<const int32_t> prompt) = 0;
   // Prepares the next step with at most `draft_tokens` drafted tokens (0: the last token alone, a plain decode
-  // step) and returns its rows, valid until finish().
-  virtual SequenceBatch plan(int draft_tokens) = 0;
+  // step) and returns its rows, valid until finish(). `sequences`: how many share the step's forward (1: alone).
+  virtual SequenceBatch plan(int draft_tokens, int sequences) = 0;
   // Reads its results from the step's forward, where it was sequence `index`; appends the tokens it emits (>= 1).
   virtual void finish(size_t index, std::vector<int32_t>& out) = 0;
   virtual int max_draft_tokens() const = 0;   // the most a step may draft (0: plain decoding)
@@ -61,7 +61,7 @@ class PlainSequence : public BatchedSequence {
  public:
   PlainSequence(Transformer& target, const SamplingParams& sampling, int64_t context, int prefill_batch);
   int32_t prefill(std::span<const int32_t> prompt) override;
-  SequenceBatch plan(int draft_tokens) override;
+  SequenceBatch plan(int draft_tokens, int sequences) override;
   void finish(size_t index, std::vector<int32_t>& out) override;
   int max_draft_tokens() const override { return 0; }
   int64_t root_position() const override { return cache_.size(); }

@@ -22,9 +22,10 @@ DraftParams auto_draft_limits() { return {12, 4, 32}; }
 RoundPolicy::RoundPolicy(CostModel costs, AcceptancePrior prior)
     : costs_(std::move(costs)), acceptance_(std::move(prior)) {}
 
-double RoundPolicy::plain_rate() const { return 1.0 / costs_.verify_seconds(1); }
+double RoundPolicy::plain_rate(int sequences) const { return sequences / costs_.verify_seconds(sequences); }
 
-DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftParams& limits) {
+DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftParams& limits, int sequences) {
+  const int B = std::max(sequences, 1);
   const int64_t Vd = proposer.draft_vocab();
   const int budget = limits.num_draft_tokens - 1;
   DraftTree tree;
@@ -48,8 +49,8 @@ DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftP
       if (n > 0) accepted += value[static_cast<size_t>(order[static_cast<size_t>(n - 1)])];
       const double seconds = costs_.overhead_seconds() +
                              costs_.extend_seconds(static_cast<int>(std::lround(1 + accepted))) + draft_spent +
-                             costs_.verify_seconds(n + 1);
-      const double rate = (1 + accepted) / seconds;
+                             costs_.verify_seconds(B + n);
+      const double rate = (B + accepted) / seconds;
       if (rate > best) best = rate, best_n = n;
     }
     return best;
@@ -95,7 +96,7 @@ DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftP
       const double g = gain + value[static_cast<size_t>(x)] * child_p;
       const int n = static_cast<int>(expand.size()) + 1;
       const double cost =
-          costs_.draft_seconds(n) + costs_.verify_seconds(best_n + 1 + n) - costs_.verify_seconds(best_n + 1);
+          costs_.draft_seconds(n) + costs_.verify_seconds(B + best_n + n) - costs_.verify_seconds(B + best_n);
       if (!(g > rate * cost)) break;
       gain = g;
       expand.push_back(x);
@@ -111,7 +112,7 @@ DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftP
     expanded = std::move(expand);
   }
   proposer.end_round();
-  paid_ = rate >= plain_rate();
+  paid_ = rate >= plain_rate(B);
   // The first round and each probe verify at least the drafter's best guess: an empty tree would teach the
   // acceptance model nothing, and a drafter it has written off could never win it back.
   if (learn_ && best_n == 0 && tree.nodes.size() > 1) best_n = 1;

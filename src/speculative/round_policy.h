@@ -9,7 +9,10 @@
 // of the new depth is expanded while its expected best child's gain per marginal second (its draft step and its
 // verify row) beats the best R so far. The N with the highest R is verified.
 //
-// Plain fallback: a round whose best R is below a plain step's rate (1 / T(1)) did not pay; three in a row and the
+// In a batch of B sequences (the server), the round shares its forward: R(N) = (B + sum of v) / (extend + overhead +
+// draft steps + T(B + N)), against a plain step's B / T(B), the other sequences counted as one row each.
+//
+// Plain fallback: a round whose best R is below a plain step's rate (B / T(B)) did not pay; three in a row and the
 // sequence decodes plainly, without running the drafter (its extend is deferred until it drafts again), and probes
 // after 8, 16, ... 128 plain steps. The first round and every probe verify at least the drafter's best child. Greedy output does not depend on any of this: every tree is verified exactly.
 #include <span>
@@ -35,8 +38,9 @@ class RoundPolicy {
   // Whether this round drafts; false: a plain step that does not run the drafter.
   bool drafts() const { return drafting_ || probing_; }
   // The round's tree within `limits` (depth, children per node, nodes verified incl. the root), from the proposer's
-  // distribution after the root; the proposer forgets the round before this returns.
-  DraftTree grow(Proposer& proposer, int32_t root_token, const DraftParams& limits);
+  // distribution after the root, for a forward shared by `sequences` (1: alone); the proposer forgets the round
+  // before this returns.
+  DraftTree grow(Proposer& proposer, int32_t root_token, const DraftParams& limits, int sequences = 1);
   // The verify's outcome: `kept` are the tree indices of the root and the accepted path.
   void observe(const DraftTree& tree, std::span<const int32_t> kept);
   // After each round, drafted or not: decides whether the next one drafts.
@@ -44,7 +48,7 @@ class RoundPolicy {
 
   CostModel& costs() { return costs_; }
   const CostModel& costs() const { return costs_; }
-  double plain_rate() const;  // tokens per second of a plain step
+  double plain_rate(int sequences = 1) const;  // tokens per second of a plain step of `sequences`
 
  private:
   CostModel costs_;

@@ -71,14 +71,14 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
 }
 
 void SpeculativeDecoder::step(std::vector<int32_t>& out) {
-  const SequenceBatch rows = plan(max_draft_tokens());
+  const SequenceBatch rows = plan(max_draft_tokens(), 1);
   target_.forward(*rows.cache, rows.batch);
   alone_ = true;
   finish(0, out);
   alone_ = false;
 }
 
-SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
+SequenceBatch SpeculativeDecoder::plan(int draft_tokens, int sequences) {
   const int64_t P = target_cache_.size();  // the root's position
   if (P >= config_.context || P + config_.round.draft.num_draft_tokens + 1 > target_cache_.capacity())
     fail("context of ", config_.context, " tokens is full (raise --ctx)");
@@ -88,8 +88,9 @@ SequenceBatch SpeculativeDecoder::plan(int draft_tokens) {
   params.num_draft_tokens = std::min(params.num_draft_tokens, undrafted_ ? 1 : draft_tokens + 1);
   params.num_steps =
       static_cast<int>(std::min<int64_t>({params.num_steps, config_.context - 1 - P, params.num_draft_tokens - 1}));
+  planned_extend_seconds_ = policy_ && !undrafted_ ? extend_pending() : 0;
   if (policy_ && !undrafted_ && !sampled_tree()) {
-    tree_ = policy_->grow(proposer_, root_token_, params);
+    tree_ = policy_->grow(proposer_, root_token_, params, sequences);
     undrafted_ = tree_.nodes.size() == 1;
   } else {
     tree_ = draft_tree(proposer_, root_token_, target_.config().vocab_size, params,
@@ -132,7 +133,8 @@ void SpeculativeDecoder::inform_policy(std::span<const int32_t> kept, double ver
   CostModel& costs = policy_->costs();
   if (!undrafted_) {
     policy_->observe(tree_, kept);
-    costs.observe_overhead((drafted_seconds_ - draft_forward_seconds_) + (committed - verified));
+    costs.observe_overhead((drafted_seconds_ - draft_forward_seconds_ - planned_extend_seconds_) +
+                           (committed - verified));
   }
   if (alone_) costs.observe_verify(static_cast<int>(tree_.nodes.size()), verified - drafted_seconds_);
   policy_->next_round();
@@ -174,32 +176,35 @@ std::vector<int32_t> SpeculativeDecoder::emit_tokens(std::span<const int32_t> ke
   return pair_tokens;
 }
 
-// The pairs of this round, with any deferred ones before them; deferred again while the policy decodes plainly
-// (the proposer's state only matters once it drafts, and one extend over many pairs costs less than many).
+// The pairs of this round. Auto defers them to the next round that drafts (extend_pending): the proposer's state only
+// matters then, and one extend over many pairs costs less than many.
 void SpeculativeDecoder::extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position) {
-  if (policy_ && (!policy_->drafts() || !pending_tokens_.empty())) {
+  if (policy_) {
     if (pending_tokens_.empty()) pending_position_ = root_position;
     pending_tokens_.insert(pending_tokens_.end(), pair_tokens.begin(), pair_tokens.end());
     pending_aux_.insert(pending_aux_.end(), aux_rows_.begin(), aux_rows_.end());
-    if (!policy_->drafts()) return;
-    const Timer t;
-    proposer_.extend(pending_tokens_, pending_aux_.data(), static_cast<int32_t>(pending_position_));
-    policy_->costs().observe_extend(static_cast<int>(pending_tokens_.size()), t.seconds());
-    pending_tokens_.clear();
-    pending_aux_.clear();
     return;
   }
-  const Timer t;
   proposer_.extend(pair_tokens, aux_rows_.data(), static_cast<int32_t>(root_position));
-  if (policy_) policy_->costs().observe_extend(static_cast<int>(pair_tokens.size()), t.seconds());
+}
+
+double SpeculativeDecoder::extend_pending() {
+  if (pending_tokens_.empty()) return 0;
+  const Timer t;
+  proposer_.extend(pending_tokens_, pending_aux_.data(), static_cast<int32_t>(pending_position_));
+  const double seconds = t.seconds();
+  policy_->costs().observe_extend(static_cast<int>(pending_tokens_.size()), seconds);
+  pending_tokens_.clear();
+  pending_aux_.clear();
+  return seconds;
 }
 
 void SpeculativeDecoder::record_round_time(double verified, double committed, double extended) {
   stats_.time.draft += draft_forward_seconds_;
-  stats_.time.select += drafted_seconds_ - draft_forward_seconds_;
+  stats_.time.select += drafted_seconds_ - draft_forward_seconds_ - planned_extend_seconds_;
   stats_.time.verify += verified - drafted_seconds_;
   stats_.time.accept_commit += committed - verified;
-  stats_.time.extend += extended - committed;
+  stats_.time.extend += planned_extend_seconds_ + (extended - committed);
 }
 
 }  // namespace eaglet

@@ -51,9 +51,10 @@ class SpeculativeDecoder : public BatchedSequence {
   void step(std::vector<int32_t>& out);
 
   // The round in two halves around a shared target forward (batched.h). plan drafts a tree of at most
-  // `draft_tokens` tokens (0: the root alone, a plain step that is not counted as a verify); finish reads the
-  // target's rows of sequence `index`: accept a path, keep its aux rows, commit its KV, extend the proposer.
-  SequenceBatch plan(int draft_tokens) override;
+  // `draft_tokens` tokens (0: the root alone, a plain step that is not counted as a verify), with the auto policy
+  // weighing its rows against the `sequences` that share the forward; finish reads the target's rows of sequence
+  // `index`: accept a path, keep its aux rows, commit its KV, extend the proposer (auto: when a round next drafts).
+  SequenceBatch plan(int draft_tokens, int sequences) override;
   void finish(size_t index, std::vector<int32_t>& out) override;
   int max_draft_tokens() const override { return config_.round.draft.num_draft_tokens - 1; }
   int64_t context() const override { return config_.context; }
@@ -72,6 +73,7 @@ class SpeculativeDecoder : public BatchedSequence {
   std::vector<int32_t> emit_tokens(std::span<const int32_t> kept, const Acceptance& acc, const float* logits,
                                    std::vector<int32_t>& out);
   void extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position);
+  double extend_pending();  // auto: the deferred pairs, before a round drafts; returns its seconds
   void record_round_time(double verified, double committed, double extended);
   void inform_policy(std::span<const int32_t> kept, double verified, double committed);
   Transformer& target_;
@@ -87,14 +89,15 @@ class SpeculativeDecoder : public BatchedSequence {
   DraftTree tree_;
   std::vector<int32_t> tokens_, positions_;
   std::vector<uint8_t> mask_;
-  double drafted_seconds_ = 0, draft_forward_seconds_ = 0;
+  double drafted_seconds_ = 0, draft_forward_seconds_ = 0, planned_extend_seconds_ = 0;
   bool undrafted_ = false;  // the policy gave this round no draft tokens
   double drafter_prefill_seconds_ = 0;
   bool alone_ = false;  // step(): the forward was this sequence's alone, so its time is this round's verify
   Timer round_timer_;
   std::unique_ptr<RoundPolicy> policy_;  // auto; null: static
-  // Pairs the proposer has not been extended with yet (auto, while it decodes plainly): tokens from position
-  // pending_position_ on, each with its aux row.
+  // Pairs the proposer has not been extended with yet (auto: until a round drafts, so that steps without drafts, by
+  // the policy or the batch's budget, never pay for it): tokens from position pending_position_ on, each with its
+  // aux row.
   std::vector<int32_t> pending_tokens_;
   std::vector<float> pending_aux_;
   int64_t pending_position_ = 0;
