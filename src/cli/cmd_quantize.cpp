@@ -1,10 +1,11 @@
-// eaglet quantize: a dense checkpoint written as a compressed-tensors int8 or int4 one (model/quantize_weights.h),
-// with the perplexity of held-out text before and after (--eval).
+// eaglet quantize: a dense checkpoint (a target or an EAGLE-3 drafter) written as a compressed-tensors int8 or int4
+// one (model/quantize_weights.h), with a target's perplexity of held-out text before and after (--eval).
 #include <cstdio>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "drafter/eagle3_drafter.h"
 #include "generate/perplexity.h"
 #include "io/json_util.h"
 #include "model/quantize_weights.h"
@@ -57,6 +58,17 @@ int run_quantize(const QuantizeArgs& a) {
                           {a.to == "int4" ? WeightFormat::Int4Group : WeightFormat::Int8Channel, a.group},
                           a.force,
                           a.lm_head};
+  // An EAGLE-3 drafter: its fc, layers and (with --lm-head) head; the target's output does not change, so
+  // speculation stays lossless, only the acceptance may move (eaglet bench spec measures it).
+  if (is_drafter_config(read_json_file(a.model + "/config.json"))) {
+    if (!a.eval.empty())
+      fail("--eval: ", a.model, " is an EAGLE-3 drafter, which has no perplexity of its own; measure its accept length ",
+           "before and after with eaglet bench spec");
+    const DrafterConfig c = DrafterConfig::load(a.model);
+    const Checkpoint ckpt = Checkpoint::open_dir(a.model);
+    request.layout = QuantizeRequest::Layout{eagle3_checkpoint_tensors(c, ckpt), "",
+                                             std::string("EAGLE-3 drafter ") + a.model, false};
+  }
   // The held-out text first: a file too short fails before anything is written.
   std::vector<int32_t> eval_tokens;
   if (!a.eval.empty()) {
@@ -100,7 +112,9 @@ int run_quantize(const QuantizeArgs& a) {
 Command add_quantize(CLI::App& app) {
   auto* cmd = app.add_subcommand("quantize", "Write a dense checkpoint as a compressed-tensors int8 or int4 one");
   auto a = std::make_shared<QuantizeArgs>();
-  cmd->add_option("-m,--model", a->model, "Hugging Face model folder (dense F32/BF16/F16 weights)")->required();
+  cmd->add_option("-m,--model", a->model,
+                  "Hugging Face model folder or EAGLE-3 drafter folder (dense F32/BF16/F16 weights)")
+      ->required();
   cmd->add_option("--to", a->to, "int8 (one scale per output channel) or int4 (one scale per --group columns)")
       ->required()
       ->check(CLI::IsMember({"int8", "int4"}));

@@ -95,6 +95,10 @@ void check_provenance(const std::string& dir, const Transformer& target, Report&
     r.pass("lm_head provenance", "its own, " + std::to_string(c.hidden_size) + " wide: not comparable");
     return;
   }
+  if (head->dtype != DType::F32 && head->dtype != DType::BF16 && head->dtype != DType::F16) {
+    r.pass("lm_head provenance", "stored quantized (" + c.quant.description + "): not compared with the target's");
+    return;
+  }
   const VocabMap map = VocabMap::build(ck.find("d2t"), ck.find("t2d"), c.draft_vocab_size, t.vocab_size, ck.source());
   judge(r, "lm_head provenance",
         compare_rows(head->data, head->dtype, head->dim(0), c.hidden_size, target.lm_head(),

@@ -130,6 +130,18 @@ bool looks_like_target(const json& j, const std::string& architecture) {
 
 }  // namespace
 
+bool is_drafter_config(const json& j) {
+  if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() ||
+      j["architectures"].size() != 1 || !j["architectures"][0].is_string())
+    return false;
+  const std::string architecture = j["architectures"][0].get<std::string>();
+  if (looks_like_target(j, architecture)) return false;
+  for (const Eagle3Layout* l : eagle3_layouts())
+    for (const std::string& name : l->architectures)
+      if (name == architecture) return true;
+  return false;
+}
+
 DrafterConfig DrafterConfig::load(const std::string& dir) {
   namespace fs = std::filesystem;
   DrafterConfig c;
@@ -185,6 +197,10 @@ DrafterConfig DrafterConfig::load(const std::string& dir) {
          ": eagle_config.eagle_aux_hidden_state_layer_ids and the top-level eagle_aux_hidden_state_layer_ids "
          "disagree (SGLang reads the first, vLLM the second); keep one");
   c.aux_layer_ids = nested.empty() ? top : nested;
+  c.quant = QuantConfig::parse(j, c.file);
+  if (c.quant.format == WeightFormat::Fp8Block)
+    fail(c.file, ": quantization_config declares ", c.quant.description,
+         "; an EAGLE-3 drafter is read dense or as compressed-tensors int8/int4 (eaglet quantize writes those)");
   return c;
 }
 

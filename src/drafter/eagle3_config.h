@@ -39,11 +39,15 @@ struct DrafterConfig : LayerShape {
   std::vector<int> aux_layer_ids;  // as written in the config; empty: the default [2, L/2, L-3]
   bool norm_before_residual = false, norm_before_fc = false, fc_norm = false, norm_output = false;
   int64_t speculative_tokens = 0;  // speculators' proposal length, informational
+  QuantConfig quant;               // quantization_config: how fc, the layers' projections and lm_head may be stored
 
   static DrafterConfig load(const std::string& dir);
   AuxConvention default_convention() const;  // of this layout, for explicit ids
   BlockSpec block(int64_t layer) const;      // layer 0 reads [embedding, hidden] (2H); later layers are standard
 };
+
+// Whether a config.json (parsed) is an EAGLE-3 drafter's: one architecture of a drafter layout, and not a target's.
+bool is_drafter_config(const nlohmann::json& config);
 
 // The target layers to capture, in the input-of-layer convention, ascending. Explicit ids are read with
 // `convention` (or the layout's default); ids outside [0, target_layers] are an Error naming the convention.

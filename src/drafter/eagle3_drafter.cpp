@@ -31,7 +31,7 @@ std::string layer_prefix(int64_t layer, const std::string& layer0_prefix) {
 TensorList eagle3_tensors(const DrafterConfig& c, const std::string& layer0_prefix, int64_t num_aux,
                           int64_t target_vocab, int64_t target_layers) {
   const int64_t H = c.hidden_size, Ht = c.target_hidden_size, aux_width = num_aux * Ht;
-  TensorList t = {{"fc.weight", {H, aux_width}}};
+  TensorList t = {{"fc.weight", {H, aux_width}, TensorUse::Required, TensorKind::Linear}};
   if (c.norm_before_fc) t.push_back({"input_norm.weight", {aux_width}});
   if (c.fc_norm)
     for (int64_t i = 0; i < num_aux; ++i) t.push_back({"fc_norm." + std::to_string(i) + ".weight", {Ht}});
@@ -43,7 +43,7 @@ TensorList eagle3_tensors(const DrafterConfig& c, const std::string& layer0_pref
   t.push_back({"lm_head.weight",
                {c.draft_vocab_size, H},
                TensorUse::Optional,
-               TensorKind::Weight,
+               TensorKind::Linear,
                "absent: the target's head, when the vocabularies and widths agree"});
   t.push_back({"embed_tokens.weight",
                {target_vocab, H},
@@ -63,6 +63,22 @@ TensorList eagle3_tensors(const DrafterConfig& c, const std::string& layer0_pref
   return t;
 }
 
+TensorList eagle3_checkpoint_tensors(const DrafterConfig& c, const Checkpoint& checkpoint) {
+  const std::string rotary = "target_model.model.layers.";
+  int64_t target_layers = 0;
+  for (auto it = checkpoint.all().lower_bound(rotary); it != checkpoint.all().end() && it->first.starts_with(rotary);
+       ++it) {
+    const std::string rest = it->first.substr(rotary.size());
+    const size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string::npos || dot > 6 || rest.substr(0, dot).find_first_not_of("0123456789") !=
+                                                              std::string::npos)
+      continue;  // not a layer number: left to the strict accounting, which names it
+    target_layers = std::max<int64_t>(target_layers, std::stoll(rest.substr(0, dot)) + 1);
+  }
+  const int64_t num_aux = c.aux_layer_ids.empty() ? 3 : static_cast<int64_t>(c.aux_layer_ids.size());
+  return eagle3_tensors(c, eagle3_layer0_prefix(checkpoint), num_aux, c.vocab_size, target_layers);
+}
+
 std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const Transformer& target,
                                                    const DrafterOptions& options) {
   std::unique_ptr<Eagle3Drafter> d(new Eagle3Drafter());
@@ -76,7 +92,7 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
   const TensorList list = eagle3_tensors(c, layer0, static_cast<int64_t>(d->aux_layers_.size()),
                                          target.config().vocab_size, target.config().num_layers);
   const LoadedTensors tensors =
-      load_tensors(d->checkpoint_, list, std::string("EAGLE-3 drafter (") + layout_name(c.layout) + ")");
+      load_tensors(d->checkpoint_, list, std::string("EAGLE-3 drafter (") + layout_name(c.layout) + ")", false, c.quant);
   d->bind_weights(target, tensors, layer0);
   std::vector<WeightMatrix*> matrices = {&d->fc_, &d->lm_head_};  // a head shared with the target has its panels
   for (BlockWeights& b : d->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));
@@ -111,6 +127,7 @@ void check_fc(const DrafterContractInput& in) {
   const int64_t H = c.hidden_size, Ht = in.target.hidden_size, n_aux = static_cast<int64_t>(in.aux_layers.size());
   const int64_t aux_width = n_aux * Ht;
   const TensorView* fc = in.checkpoint.find("fc.weight");
+  if (fc == nullptr && in.checkpoint.find("fc.weight_packed") != nullptr) return;  // int4: the loader checks it
   if (fc == nullptr) fail(src, ": missing fc.weight (an EAGLE-3 drafter fuses ", n_aux, " target layers with fc)");
   if (fc->shape.size() != 2 || fc->dim(1) != aux_width || fc->dim(0) != H)
     fail(src, ": fc.weight has shape ", fc->shape_str(), ", expected [", H, ", ", aux_width,
@@ -191,7 +208,7 @@ void Eagle3Drafter::bind_weights(const Transformer& target, const LoadedTensors&
   const DrafterConfig& c = config_;
   const int64_t n_aux = static_cast<int64_t>(aux_layers_.size());
   aux_width_ = n_aux * c.target_hidden_size;
-  fc_ = as_matrix(&t.get("fc.weight"));
+  fc_ = t.matrix("fc.weight");
   input_norm_ = to_f32(t.find("input_norm.weight"));
   if (c.fc_norm)
     for (int64_t i = 0; i < n_aux; ++i) fc_norms_.push_back(to_f32(&t.get("fc_norm." + std::to_string(i) + ".weight")));
@@ -200,7 +217,8 @@ void Eagle3Drafter::bind_weights(const Transformer& target, const LoadedTensors&
     blocks_.push_back(BlockWeights::bind(specs_.back(), layer_prefix(li, layer0), t));
   }
   final_norm_ = to_f32(&t.get("norm.weight"));
-  lm_head_ = t.find("lm_head.weight") != nullptr ? as_matrix(t.find("lm_head.weight")) : target.lm_head();
+  const WeightMatrix* head = t.find_matrix("lm_head.weight");
+  lm_head_ = head != nullptr ? *head : target.lm_head();
   embed_ = t.find("embed_tokens.weight") != nullptr ? t.find("embed_tokens.weight") : &target.embed_tokens();
   vocab_ = VocabMap::build(t.find("d2t"), t.find("t2d"), c.draft_vocab_size, target.config().vocab_size,
                            checkpoint_.source());
@@ -221,6 +239,7 @@ std::string Eagle3Drafter::describe() const {
   }
   s << "; norm_before_residual=" << c.norm_before_residual << " norm_before_fc=" << c.norm_before_fc
     << " fc_norm=" << c.fc_norm << " norm_output=" << c.norm_output;
+  if (c.quant.format != WeightFormat::Dense) s << "; weights " << c.quant.description;
   return s.str();
 }
 

@@ -39,6 +39,11 @@ struct DrafterOptions {
 TensorList eagle3_tensors(const DrafterConfig& config, const std::string& layer0_prefix, int64_t num_aux,
                           int64_t target_vocab, int64_t target_layers = 0);
 
+// The list of a drafter's checkpoint read without its target (eaglet quantize): aux layers as many as the config
+// names (else the default 3), the target vocabulary the config's, the official trainer's rotary buffers counted
+// from the checkpoint.
+TensorList eagle3_checkpoint_tensors(const DrafterConfig& config, const Checkpoint& checkpoint);
+
 // The load contracts of a drafter against its target whose breach deserves more than "wrong shape", each a named
 // check that throws an Error saying what the number means. The loader stops at the first; `eaglet doctor` runs each.
 struct DrafterContractInput {

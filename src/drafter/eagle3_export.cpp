@@ -133,6 +133,9 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
   const Checkpoint& src = d.checkpoint();
   const std::string layer0 = format == DrafterFormat::Sglang ? "midlayer." : "layers.0.";
   const int64_t n_aux = static_cast<int64_t>(d.aux_layers().size());
+  if (c.quant.format != WeightFormat::Dense)
+    fail(c.dir, ": the drafter is stored quantized (", c.quant.description,
+         "); convert-draft writes dense drafters: convert the dense one, then run eaglet quantize on the output");
   const TensorView& fc = *src.find("fc.weight");
   if (path_exists(out_dir) && !is_directory_path(out_dir)) fail(out_dir, ": exists and is not a folder");
   // Writing over the files being read (memory-mapped) would destroy the source midway.

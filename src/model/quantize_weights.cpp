@@ -207,6 +207,12 @@ bool is_weight_file(const fs::path& p) {
   return weights.count(p.extension().string()) > 0;
 }
 
+QuantizeRequest::Layout target_layout(const std::string& dir) {
+  const ModelConfig c = ModelConfig::load(dir);
+  return {architecture_for(c.model_type, c.file).tensors(c), c.tensor_prefix, c.model_type + " model " + c.dir,
+          c.tie_word_embeddings};
+}
+
 }  // namespace
 
 std::string QuantScheme::name() const {
@@ -242,12 +248,12 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
              ? config["quantization_config"].value("quant_method", std::string("?"))
              : std::string("?"),
          "): the checkpoint is already quantized; eaglet quantize reads dense F32, BF16 or F16 weights");
-  const ModelConfig c = ModelConfig::load(q.in_dir);
+  const QuantizeRequest::Layout layout = q.layout ? *q.layout : target_layout(q.in_dir);
   const Checkpoint ckpt = Checkpoint::open_dir(q.in_dir);
-  const TensorList list = architecture_for(c.model_type, c.file).tensors(c);
+  const TensorList& list = layout.tensors;
 
   std::set<std::string> linears;
-  const std::string head_name = c.tensor_prefix + "lm_head.weight";
+  const std::string head_name = layout.tensor_prefix + "lm_head.weight";
   for (const TensorSpec& t : list) {
     if (t.kind != TensorKind::Linear || (t.name == head_name && !q.lm_head)) continue;
     const std::string module = t.name.substr(0, t.name.size() - std::string(".weight").size());
@@ -267,7 +273,7 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
     linears.insert(t.name);
   }
   // Strict accounting, as loading does: what is written is exactly what the architecture reads.
-  load_tensors(ckpt, list, c.model_type + " model " + c.dir);
+  load_tensors(ckpt, list, layout.description);
 
   QuantizeSummary summary;
   std::optional<TensorView> tied_head;                      // outlives the writers' callbacks, which capture it
@@ -286,7 +292,7 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
     } else {
       ++summary.copied;
     }
-    if (q.lm_head && c.tie_word_embeddings && name == c.tensor_prefix + "model.embed_tokens.weight" &&
+    if (q.lm_head && layout.tie_word_embeddings && name == layout.tensor_prefix + "model.embed_tokens.weight" &&
         ckpt.find(head_name) == nullptr) {  // the tied head, untied: the embedding stays for the lookup
       TensorView head = *view;
       head.name = head_name;
@@ -330,9 +336,9 @@ QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
     summary.files_copied.push_back(name);
   }
   // Last: a folder whose writing was interrupted has no config.json to load it by.
-  config["quantization_config"] = quantization_config(s, c.tensor_prefix, q.lm_head);
-  if (q.lm_head && c.tie_word_embeddings)
-    (c.tensor_prefix.empty() ? config : config["text_config"])["tie_word_embeddings"] = false;
+  config["quantization_config"] = quantization_config(s, layout.tensor_prefix, q.lm_head);
+  if (q.lm_head && layout.tie_word_embeddings)
+    (layout.tensor_prefix.empty() ? config : config["text_config"])["tie_word_embeddings"] = false;
   write_file_atomic((fs::path(q.out_dir) / "config.json").string(), config.dump(2) + "\n");
   return summary;
 }

@@ -12,11 +12,13 @@
 // |w| · 2^-23); a clamped one (an absmax element, when rounding the scale down pushed it past the top code) within
 // absmax - (2^(bits-1) - 1) · scale.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "io/safetensors.h"
 #include "kernels/matmul.h"
+#include "model/tensor_list.h"
 
 namespace eaglet {
 
@@ -39,6 +41,14 @@ struct QuantizeRequest {
   // Quantize lm_head too (default: kept dense and listed in `ignore`, as compressed-tensors recipes do). A tied head
   // is written as its own quantized lm_head from the embedding, and tie_word_embeddings becomes false.
   bool lm_head = false;
+  // What the folder holds: its tensor list (what loading reads), the prefix of its tensor names and whether its head
+  // is tied. Absent: a target model, read from its config.json; a drafter's comes from drafter/ (cli/cmd_quantize).
+  struct Layout {
+    TensorList tensors;
+    std::string tensor_prefix, description;
+    bool tie_word_embeddings = false;
+  };
+  std::optional<Layout> layout;
 };
 
 struct QuantizeSummary {

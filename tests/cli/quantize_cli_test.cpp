@@ -133,6 +133,36 @@ TEST(QuantizeCli, AnEvalTextShorterThanOneWindowFailsBeforeWriting) {
   EXPECT_FALSE(fs::exists(dir + "/out"));
 }
 
+// A drafter folder: fc and its layer's projections quantized (the oracle checks them like a target's), the head and
+// the rest copied; generate with it is lossless and says how its weights are stored; what makes no sense for a
+// drafter (--eval, convert-draft of the quantized copy) is refused by name.
+TEST(QuantizeCli, QuantizesAnEagle3DrafterThatServesLosslessly) {
+  const std::string drafters = test::fixtures_dir() + "/drafters/";
+  for (const std::string to : {"int8", "int4"}) {
+    const std::string out = test::temp_dir("quantize_cli_drafter_" + to) + "/out";
+    const auto r = run_command(eaglet("quantize -m " + drafters + "exact_echo --to " + to + " --out " + out));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_THAT(r.out, HasSubstr("quantized 8 projection weights"));
+    const auto check = run_command(oracle(drafters + "exact_echo", out, to));
+    EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+    EXPECT_THAT(check.out, HasSubstr("8 projections;"));
+    const auto gen = run_command(eaglet("generate -m " + drafters + "targets/nearecho_fp32 -d " + out +
+                                        " -n 24 --compare -p 'def f(x): return x'"));
+    ASSERT_EQ(gen.exit_code, 0) << gen.err;
+    EXPECT_THAT(gen.err, HasSubstr("outputs identical"));
+    EXPECT_THAT(gen.err, HasSubstr("weights compressed-tensors"));
+    EXPECT_THAT(gen.err, testing::Not(HasSubstr("accepted 0:")));
+    const auto convert = run_command(eaglet("convert-draft -m " + drafters + "targets/nearecho_fp32 -d " + out +
+                                            " --format speculators --out " + out + "-speculators"));
+    EXPECT_EQ(convert.exit_code, 1) << convert.err;
+    EXPECT_THAT(convert.err, HasSubstr("stored quantized"));
+  }
+  const auto eval = run_command(eaglet("quantize -m " + drafters + "exact_echo --to int8 --out " +
+                                       test::temp_dir("quantize_cli_drafter_eval") + "/out --eval /dev/null"));
+  EXPECT_EQ(eval.exit_code, 1) << eval.err;
+  EXPECT_THAT(eval.err, HasSubstr("has no perplexity of its own"));
+}
+
 TEST(QuantizeCli, BadInputExitsOneWithOneLineNamingIt) {
   const auto same = run_command(eaglet("quantize -m " + tiny("llama_fp32") + " --to int8 --out " + tiny("llama_fp32")));
   EXPECT_EQ(same.exit_code, 1);

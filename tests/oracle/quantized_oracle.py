@@ -6,7 +6,8 @@ Reads both folders with numpy only (safetensors_np.py) and checks, per the compr
 (/work/shared/docs/target-architectures.md, "pack-quantized"; src/model/quantization.h):
   - config.json: every key but quantization_config unchanged; quantization_config declares compressed-tensors,
     int-quantized int8 per channel or pack-quantized int4 group G, symmetric, static weights, lm_head ignored;
-  - every projection of a Llama-family decoder (model.layers.N.self_attn.{q,k,v,o}_proj, mlp.{gate,up,down}_proj)
+  - every projection of a Llama-family decoder (model.layers.N.self_attn.{q,k,v,o}_proj, mlp.{gate,up,down}_proj;
+    an EAGLE-3 drafter's fc and midlayer.* or layers.N.* projections)
     is stored as int8 `weight` I8 [out, in] + `weight_scale` [out, 1], or int4 `weight_packed` I32 [out, in/8]
     (nibble c % 8 of word c // 8 holds code + 8) + `weight_scale` [out, in/G] + `weight_shape` I32 [2];
     the scale has the dense weight's dtype;
@@ -31,7 +32,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import safetensors_np as st  # noqa: E402
 
-LINEAR = re.compile(r"^model\.layers\.\d+\.(self_attn\.[qkvo]_proj|mlp\.(gate|up|down)_proj)\.weight$")
+# A target's projections, or an EAGLE-3 drafter's: fc and its layers' (midlayer.* or layers.N.*).
+LINEAR = re.compile(r"^((model\.layers\.\d+\.|midlayer\.|layers\.\d+\.)(self_attn\.[qkvo]_proj|mlp\.(gate|up|down)_proj)"
+                    r"|fc)\.weight$")
 
 passed = 0
 failed = 0

@@ -110,6 +110,28 @@ TEST(LosslessGreedyQuantized, EqualsTheQuantizedTargetAlone) {
   }
 }
 
+// Quantized drafters (eaglet quantize on a drafter folder: fc and the layers' projections): the target's output is
+// untouched, so speculation stays lossless; both layer prefixes (midlayer.*, layers.0.*), both formats, and the
+// quantized drafter still has drafts accepted.
+TEST(LosslessGreedyQuantizedDrafter, EqualsTheTargetAlone) {
+  auto target = Transformer::load(fixture("drafters/targets/nearecho_fp32"));
+  for (const std::string name : {"exact_echo", "exact_echo_vllm"})
+    for (const QuantScheme& scheme :
+         {QuantScheme{WeightFormat::Int8Channel, 0}, QuantScheme{WeightFormat::Int4Group, 32}}) {
+      const std::string in = fixture("drafters/" + name);
+      const std::string dir = test::temp_dir("quantized_drafter_" + name + std::to_string(scheme.bits())) + "/d";
+      const DrafterConfig dense = DrafterConfig::load(in);
+      QuantizeRequest request{in, dir, scheme};
+      request.layout = {eagle3_checkpoint_tensors(dense, Checkpoint::open_dir(in)), "", "drafter " + name};
+      const QuantizeSummary summary = quantize_checkpoint(request);
+      EXPECT_EQ(summary.quantized, 8) << name << ": fc and the layer's 7 projections";
+      auto drafter = Eagle3Drafter::load(dir, *target, {});
+      ASSERT_EQ(drafter->config().quant.format, scheme.format);
+      EXPECT_NE(drafter->describe().find("weights compressed-tensors"), std::string::npos) << drafter->describe();
+      expect_lossless_greedy(*target, *drafter, name + " " + scheme.name() + " on nearecho_fp32");
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Layouts, LosslessGreedy,
     // Random-weight drafters of the real layouts (fc, fc_norm, bf16 paths) whose guesses land sometimes, and the exact
