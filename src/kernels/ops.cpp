@@ -75,6 +75,17 @@ float log_sum_exp_reference(const float* x, int64_t n) {
   return static_cast<float>(static_cast<double>(max) + std::log(sum));
 }
 
+int64_t row_argmax_reference(const float* x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; ++i)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
+int64_t row_argmax(const float* x, int64_t n) {
+  return active_isa() >= Isa::Avx512 ? detail::row_argmax_avx512(x, n) : row_argmax_reference(x, n);
+}
+
 float log_sum_exp(const float* x, int64_t n) {
   return active_isa() >= Isa::Avx512 ? detail::log_sum_exp_avx512(x, n) : log_sum_exp_reference(x, n);
 }

@@ -25,7 +25,14 @@ void softmax_reference(float* x, int64_t n);
 float log_sum_exp(const float* x, int64_t n);
 float log_sum_exp_reference(const float* x, int64_t n);
 
+// The index of the largest of n > 0 scores, the lowest on ties, exactly as the scan `if (x[i] > x[best]) best = i`
+// from best = 0 decides it (a NaN never wins, but stays the answer at index 0). Greedy decoding's choice: the
+// AVX-512 version (two passes: the max, then its first index) returns the same index for every input.
+int64_t row_argmax(const float* x, int64_t n);
+int64_t row_argmax_reference(const float* x, int64_t n);
+
 namespace detail {
+int64_t row_argmax_avx512(const float* x, int64_t n);
 void softmax_avx512(float* x, int64_t n);
 float log_sum_exp_avx512(const float* x, int64_t n);
 }

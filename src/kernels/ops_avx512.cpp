@@ -65,6 +65,24 @@ void softmax_avx512(float* x, int64_t n) {
   if (tail) _mm512_mask_storeu_ps(x + full, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, x + full), inv));
 }
 
+int64_t row_argmax_avx512(const float* x, int64_t n) {
+  if (std::isnan(x[0])) return 0;  // nothing beats a NaN at the start of the scan
+  const int64_t full = n / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
+  // vmaxps returns its second operand where either is NaN: a NaN score leaves the running max as it was.
+  __m512 vmax = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < full; i += 16) vmax = _mm512_max_ps(_mm512_loadu_ps(x + i), vmax);
+  if (tail) vmax = _mm512_max_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail, x + full), vmax);
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  for (int64_t i = 0; i < full; i += 16)
+    if (const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), m, _CMP_EQ_OQ))
+      return i + __builtin_ctz(hit);
+  if (tail)
+    if (const __mmask16 hit = _mm512_mask_cmp_ps_mask(tail, _mm512_maskz_loadu_ps(tail, x + full), m, _CMP_EQ_OQ))
+      return full + __builtin_ctz(hit);
+  return 0;  // not reached: x[0] is a number, so the max is one of the scores
+}
+
 float log_sum_exp_avx512(const float* x, int64_t n) {
   const int64_t full = n / 16 * 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "kernels/ops.h"
 #include "util/error.h"
 #include "util/log.h"
 
@@ -25,10 +26,7 @@ Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.se
 }
 
 int32_t argmax(std::span<const float> logits) {
-  int32_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int32_t>(i);
-  return best;
+  return logits.empty() ? 0 : static_cast<int32_t>(row_argmax(logits.data(), static_cast<int64_t>(logits.size())));
 }
 
 void sampling_distribution(std::span<const float> logits, const SamplingParams& params, std::vector<float>& probs) {

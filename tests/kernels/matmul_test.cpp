@@ -322,6 +322,40 @@ TEST_P(LogSumExp, MatchesTheDoubleSum) {
 
 INSTANTIATE_TEST_SUITE_P(Isas, LogSumExp, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
 
+class RowArgmax : public test::IsaTest {};
+
+// Greedy decoding's choice: the same index as the scalar scan on every input, ties (and -0 against +0) to the lowest
+// index, NaN never winning unless it comes first, infinities, every tail length.
+TEST_P(RowArgmax, EqualsTheScalarScanOnEveryInput) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> small(-3, 3);
+  std::normal_distribution<float> dist(0.0f, 5.0f);
+  int cases = 0;
+  for (int64_t n : {1, 2, 15, 16, 17, 31, 33, 100, 4096, 8000, 32001}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = trial % 2 ? static_cast<float>(small(rng)) : dist(rng);  // odd trials: many ties
+      std::uniform_int_distribution<int64_t> at(0, n - 1);
+      if (trial % 5 == 1) x[static_cast<size_t>(at(rng))] = NAN;
+      if (trial % 7 == 2) x[static_cast<size_t>(at(rng))] = INFINITY;
+      if (trial % 11 == 3) x[0] = NAN;
+      if (trial % 13 == 4) std::fill(x.begin(), x.end(), -INFINITY);
+      if (trial % 17 == 5) {
+        std::fill(x.begin(), x.end(), -1.0f);
+        x[static_cast<size_t>(at(rng))] = -0.0f;
+        x[static_cast<size_t>(at(rng))] = 0.0f;
+      }
+      ASSERT_EQ(row_argmax(x.data(), n), row_argmax_reference(x.data(), n)) << "n " << n << " trial " << trial;
+      ++cases;
+    }
+  }
+  EXPECT_EQ(row_argmax_reference(std::vector<float>{1.0f, 3.0f, 3.0f, NAN}.data(), 4), 1);
+  EXPECT_EQ(row_argmax_reference(std::vector<float>{NAN, 3.0f}.data(), 2), 0);
+  EXPECT_EQ(cases, 11 * 40);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, RowArgmax, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
+
 TEST(Dtype, Bf16RoundsToNearestEven) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
   EXPECT_EQ(f32_to_bf16(1.00390625f), 0x3f80);  // exactly halfway, rounds to even (down)
