@@ -12,6 +12,7 @@ namespace {
 constexpr int kUnpaidRounds = 3;  // rounds in a row that did not pay before decoding plainly
 constexpr int kFirstProbe = 8;    // plain steps before the first probe
 constexpr int kLastProbe = 128;   // the longest wait between probes
+constexpr int kProbeNodes = 4;    // the first round and probes at most: they test the drafter, they do not bet on it
 constexpr double kBestChildRate = 0.1;
 }  // namespace
 
@@ -27,7 +28,7 @@ double RoundPolicy::plain_rate(int sequences) const { return sequences / costs_.
 DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftParams& limits, int sequences) {
   const int B = std::max(sequences, 1);
   const int64_t Vd = proposer.draft_vocab();
-  const int budget = limits.num_draft_tokens - 1;
+  const int budget = std::min(limits.num_draft_tokens - 1, learn_ ? kProbeNodes : limits.num_draft_tokens);
   DraftTree tree;
   tree.nodes.push_back({root_token, -1, 0, 0.0});
   std::vector<double> value = {1.0}, p = {1.0};
@@ -116,6 +117,8 @@ DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftP
   // The first round and each probe verify at least the drafter's best guess: an empty tree would teach the
   // acceptance model nothing, and a drafter it has written off could never win it back.
   if (learn_ && best_n == 0 && tree.nodes.size() > 1) best_n = 1;
+  sequences_ = B;
+  round_seconds_ = costs_.overhead_seconds() + draft_spent + costs_.verify_seconds(B + best_n);
   std::vector<bool> keep(tree.nodes.size(), false);
   for (int i = 0; i < best_n; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
   return keep_nodes(tree, keep);
@@ -131,6 +134,11 @@ void RoundPolicy::observe(const DraftTree& tree, std::span<const int32_t> kept) 
     acceptance_.observe(q, node.depth, on_path[i]);
   }
   acceptance_.fade();
+  // A round pays when it was expected to and did: a drafter confidently wrong where the model has not yet learnt
+  // it (an unseen q bin or depth) keeps promising, so the outcome decides too.
+  const int accepted = static_cast<int>(kept.size()) - 1;
+  const double realized = (sequences_ + accepted) / (round_seconds_ + costs_.extend_seconds(1 + accepted));
+  paid_ = paid_ && realized >= plain_rate(sequences_);
 }
 
 void RoundPolicy::next_round() {

@@ -286,13 +286,16 @@ int run_serve(const BenchArgs& a) {
   if (const RequestResult w = stream_completion(server, warmup); !w.ok)
     fail("bench serve: ", url, " did not answer a completion: ", w.error);
   const bool speculative = a.url.empty() ? !drafter.empty() : true;  // a running server decides itself
+  // Speculative and plain interleaved per client count, so that a drift of the machine's speed (a VM's is large)
+  // falls on both alike; the table lists speculative rows first.
   std::vector<Level> levels;
-  for (const bool spec : speculative ? std::vector<bool>{true, false} : std::vector<bool>{false})
-    for (const int clients : a.clients) {
+  for (const int clients : a.clients)
+    for (const bool spec : speculative ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
       levels.push_back(run_level(server, prompts, a, spec, clients));
       log_info(strprintf("bench serve: %s, %d clients: %d requests in %.2f s", spec ? "speculative" : "plain", clients,
                          levels.back().requests, levels.back().wall_s));
     }
+  std::stable_partition(levels.begin(), levels.end(), [](const Level& l) { return l.speculative; });
   if (a.json) {
     json rows = json::array();
     for (const Level& l : levels) rows.push_back(l.to_json());
