@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "util/error.h"
+#include "util/timer.h"
 
 namespace eaglet {
 
@@ -96,10 +97,13 @@ int64_t step_together(Transformer& target, std::span<BatchedSequence* const> seq
     rows.push_back(sequences[i]->plan(draft_tokens[i], static_cast<int>(sequences.size())));
     total += static_cast<int64_t>(rows.back().batch.tokens.size());
   }
+  const Timer forward;
   target.forward(rows);
+  const double seconds = forward.seconds();
   out.resize(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) {
     out[i].clear();
+    sequences[i]->observe_forward(total, seconds);
     sequences[i]->finish(i, out[i]);
   }
   return total;

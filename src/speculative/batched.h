@@ -38,6 +38,8 @@ class BatchedSequence {
   virtual SequenceBatch plan(int draft_tokens, int sequences) = 0;
   // Reads its results from the step's forward, where it was sequence `index`; appends the tokens it emits (>= 1).
   virtual void finish(size_t index, std::vector<int32_t>& out) = 0;
+  // Before finish: the step's forward, all sequences' rows together, and its time (a policy's cost model learns T).
+  virtual void observe_forward(int64_t rows, double seconds) {}
   virtual int max_draft_tokens() const = 0;   // the most a step may draft (0: plain decoding)
   virtual int64_t root_position() const = 0;  // position of the last emitted token: generation ends at context()
   virtual int64_t context() const = 0;

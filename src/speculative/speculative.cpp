@@ -72,10 +72,10 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
 
 void SpeculativeDecoder::step(std::vector<int32_t>& out) {
   const SequenceBatch rows = plan(max_draft_tokens(), 1);
+  const Timer forward;
   target_.forward(*rows.cache, rows.batch);
-  alone_ = true;
+  observe_forward(static_cast<int64_t>(rows.batch.tokens.size()), forward.seconds());
   finish(0, out);
-  alone_ = false;
 }
 
 SequenceBatch SpeculativeDecoder::plan(int draft_tokens, int sequences) {
@@ -136,7 +136,8 @@ void SpeculativeDecoder::inform_policy(std::span<const int32_t> kept, double ver
     costs.observe_overhead((drafted_seconds_ - draft_forward_seconds_ - planned_extend_seconds_) +
                            (committed - verified));
   }
-  if (alone_) costs.observe_verify(static_cast<int>(tree_.nodes.size()), verified - drafted_seconds_);
+  if (forward_rows_ > 0) costs.observe_verify(static_cast<int>(forward_rows_), forward_seconds_);
+  forward_rows_ = 0;
   policy_->next_round();
 }
 

@@ -56,6 +56,10 @@ class SpeculativeDecoder : public BatchedSequence {
   // `index`: accept a path, keep its aux rows, commit its KV, extend the proposer (auto: when a round next drafts).
   SequenceBatch plan(int draft_tokens, int sequences) override;
   void finish(size_t index, std::vector<int32_t>& out) override;
+  void observe_forward(int64_t rows, double seconds) override {
+    forward_rows_ = rows;
+    forward_seconds_ = seconds;
+  }
   int max_draft_tokens() const override { return config_.round.draft.num_draft_tokens - 1; }
   int64_t context() const override { return config_.context; }
 
@@ -92,7 +96,8 @@ class SpeculativeDecoder : public BatchedSequence {
   double drafted_seconds_ = 0, draft_forward_seconds_ = 0, planned_extend_seconds_ = 0;
   bool undrafted_ = false;  // the policy gave this round no draft tokens
   double drafter_prefill_seconds_ = 0;
-  bool alone_ = false;  // step(): the forward was this sequence's alone, so its time is this round's verify
+  int64_t forward_rows_ = 0;  // the step's forward (observe_forward): rows of all its sequences, and its time
+  double forward_seconds_ = 0;
   Timer round_timer_;
   std::unique_ptr<RoundPolicy> policy_;  // auto; null: static
   // Pairs the proposer has not been extended with yet (auto: until a round drafts, so that steps without drafts, by
