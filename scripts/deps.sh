@@ -2,6 +2,7 @@
 # Installs what eaglet needs to build and test on Debian 12. Idempotent: installs only what is missing.
 # libopenblas0-pthread: libtorch (the drafter trainer) calls the system BLAS; the reference one is 10-50x slower.
 # python3-regex: the tiktoken oracle runs Kimi's pattern with its native class intersections.
+# clang-format: the format_check test (the code follows .clang-format).
 # Extra package names as arguments are installed too (make fuzz: clang and its libFuzzer runtime).
 # --run first: only what building and running eaglet needs (make demo: no trainer, no tests, no oracles).
 set -euo pipefail
@@ -10,7 +11,7 @@ if [ "${1:-}" = "--run" ]; then run_only=1; shift; fi
 packages=(cmake make g++ pkg-config nlohmann-json3-dev libpcre2-dev libcli11-dev libcpp-httplib-dev "$@")
 if [ $run_only -eq 0 ]; then
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev zlib1g-dev libopenblas0-pthread python3 python3-numpy
-             python3-torch python3-regex)
+             python3-torch python3-regex clang-format)
 fi
 missing=()
 for p in "${packages[@]}"; do

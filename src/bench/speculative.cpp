@@ -151,16 +151,17 @@ int run_speculative(const BenchArgs& a) {
     for (SpecSampling scheme : sampled ? std::vector{SpecSampling::TargetOnly, SpecSampling::DraftQ}
                                        : std::vector{SpecSampling::TargetOnly}) {
       // Only greedy chains read the head's best id alone, so only they can differ between the heads.
-      const bool best_only = policy == SpecPolicy::Static && p.topk == 1 && !(sampled && scheme == SpecSampling::DraftQ);
+      const bool best_only =
+          policy == SpecPolicy::Static && p.topk == 1 && !(sampled && scheme == SpecSampling::DraftQ);
       std::vector<bool> full_heads = {false};
       if (best_only && screen != nullptr) {
         full_heads.clear();
         for (const std::string& head : a.draft_heads) full_heads.push_back(head == "full");
       }
       for (const bool full : full_heads) {
-        const std::string name = (policy == SpecPolicy::Auto ? std::string("auto (within ") + p.setting() + ")"
-                                                             : p.label()) +
-                                 (full ? " (full head)" : "");
+        const std::string name =
+            (policy == SpecPolicy::Auto ? std::string("auto (within ") + p.setting() + ")" : p.label()) +
+            (full ? " (full head)" : "");
         rows.push_back({name,
                         !sampled                             ? "greedy"
                         : scheme == SpecSampling::TargetOnly ? "target-only"
@@ -191,16 +192,15 @@ int run_speculative(const BenchArgs& a) {
   }
   drafter->set_head_screen(true);
   if (a.json) {
-    nlohmann::json j = {{"target", target_dir},
-                        {"drafter", drafter_dir},
-                        {"prompts", prompts.size()},
-                        {"max_tokens", a.max_tokens},
-                        {"threads", thread_pool().size()},
-                        {"temperature", a.sampling.temperature},
-                        {"plain",
-                         {{"tokens", plain.tokens},
-                          {"decode_tok_s", plain.tok_s()},
-                          {"end_to_end_tok_s", plain.end_to_end_tok_s()}}}};
+    nlohmann::json j = {
+        {"target", target_dir},
+        {"drafter", drafter_dir},
+        {"prompts", prompts.size()},
+        {"max_tokens", a.max_tokens},
+        {"threads", thread_pool().size()},
+        {"temperature", a.sampling.temperature},
+        {"plain",
+         {{"tokens", plain.tokens}, {"decode_tok_s", plain.tok_s()}, {"end_to_end_tok_s", plain.end_to_end_tok_s()}}}};
     for (const Row& r : rows) {
       j["runs"].push_back({{"setting", r.setting},
                            {"scheme", r.scheme},
@@ -235,7 +235,8 @@ int run_speculative(const BenchArgs& a) {
               drafter_dir.c_str(), prompts.size(), a.max_tokens, thread_pool().size(), a.sampling.temperature);
   std::printf(
       "| setting (steps/topk/tokens) | verify | decode tok/s | speedup | end-to-end speedup | accept len | accept rate "
-      "| draft acceptance | per-depth acceptance | same output as plain |\n|---|---|---|---|---|---|---|---|---|---|\n");
+      "| draft acceptance | per-depth acceptance | same output as plain "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n");
   std::printf("| plain | - | %.1f | 1.00x | 1.00x | - | - | - | - | - |\n", plain.tok_s());
   for (const Row& r : rows) {
     const std::string depth = r.t.stats.per_depth_line();

@@ -165,7 +165,8 @@ void add_spec(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>& subs)
   add_round_args(*cmd, a->spec, RoundFlags::WithoutLog);
   add_prompts(*cmd, *a);
   cmd->add_option("--setting", a->settings,
-                  "Draft settings: auto (the policy) or steps,topk,draft_tokens (repeatable; topk 1 = chain); the --speculative-* flags "
+                  "Draft settings: auto (the policy) or steps,topk,draft_tokens (repeatable; topk 1 = chain); the "
+                  "--speculative-* flags "
                   "give one setting instead");
   cmd->add_option("--draft-head", a->draft_heads,
                   "Greedy chains: the drafter's head screened (its best id from an int8 copy, exact; where the CPU "

@@ -62,7 +62,8 @@ int run_quantize(const QuantizeArgs& a) {
   // speculation stays lossless, only the acceptance may move (eaglet bench spec measures it).
   if (is_drafter_config(read_json_file(a.model + "/config.json"))) {
     if (!a.eval.empty())
-      fail("--eval: ", a.model, " is an EAGLE-3 drafter, which has no perplexity of its own; measure its accept length ",
+      fail("--eval: ", a.model,
+           " is an EAGLE-3 drafter, which has no perplexity of its own; measure its accept length ",
            "before and after with eaglet bench spec");
     const DrafterConfig c = DrafterConfig::load(a.model);
     const Checkpoint ckpt = Checkpoint::open_dir(a.model);

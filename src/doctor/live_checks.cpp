@@ -95,10 +95,8 @@ const char* kZeroCauses =
     "d2t missing or holding absolute ids, decoder-layer weights dropped (layer names), a norm flag read the other way";
 
 void report_setting(Report& r, const std::string& name, const SpecStats& s, const TeacherForced& tf) {
-  std::string reason = fmt("accept len %.2f, accept rate %.2f, draft acceptance %.1f%%", s.accept_length(),
-                           s.accept_rate(), 100.0 * s.draft_acceptance()) +
-                       ", per-depth";
-  reason += " " + s.per_depth_line();
+  std::string reason =
+      s.log_line() + fmt(", draft acceptance %.1f%%, per-depth ", 100.0 * s.draft_acceptance()) + s.per_depth_line();
   reason += " (" + std::to_string(s.verifies) + " verifies)";
   if (s.verifies >= 8 && s.accept_length() < SpecStats::kZeroAcceptLen) {
     const std::string diagnosis =

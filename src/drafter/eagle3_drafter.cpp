@@ -70,8 +70,8 @@ TensorList eagle3_checkpoint_tensors(const DrafterConfig& c, const Checkpoint& c
        ++it) {
     const std::string rest = it->first.substr(rotary.size());
     const size_t dot = rest.find('.');
-    if (dot == 0 || dot == std::string::npos || dot > 6 || rest.substr(0, dot).find_first_not_of("0123456789") !=
-                                                              std::string::npos)
+    if (dot == 0 || dot == std::string::npos || dot > 6 ||
+        rest.substr(0, dot).find_first_not_of("0123456789") != std::string::npos)
       continue;  // not a layer number: left to the strict accounting, which names it
     target_layers = std::max<int64_t>(target_layers, std::stoll(rest.substr(0, dot)) + 1);
   }
@@ -91,8 +91,8 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
   d->check_contracts(target, layer0);
   const TensorList list = eagle3_tensors(c, layer0, static_cast<int64_t>(d->aux_layers_.size()),
                                          target.config().vocab_size, target.config().num_layers);
-  const LoadedTensors tensors =
-      load_tensors(d->checkpoint_, list, std::string("EAGLE-3 drafter (") + layout_name(c.layout) + ")", false, c.quant);
+  const LoadedTensors tensors = load_tensors(
+      d->checkpoint_, list, std::string("EAGLE-3 drafter (") + layout_name(c.layout) + ")", false, c.quant);
   d->bind_weights(target, tensors, layer0);
   std::vector<WeightMatrix*> matrices = {&d->fc_, &d->lm_head_};  // a head shared with the target has its panels
   for (BlockWeights& b : d->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));

@@ -16,12 +16,12 @@ namespace eaglet {
 
 // The speculative-decoding options, named as SGLang names its flags (cli/args.h declares them once).
 struct SpecOptions {
-  std::string drafter;    // -d: an EAGLE-3 drafter folder
-  std::string algorithm;  // "", none, eagle3 (EAGLE3)
-  DrafterOptions load;    // how the drafter is read
-  RoundOptions round;     // how each round drafts and verifies (draft shape resolved by the chain rule at load)
+  std::string drafter;       // -d: an EAGLE-3 drafter folder
+  std::string algorithm;     // "", none, eagle3 (EAGLE3)
+  DrafterOptions load;       // how the drafter is read
+  RoundOptions round;        // how each round drafts and verifies (draft shape resolved by the chain rule at load)
   bool draft_given = false;  // a --speculative-num-steps/-eagle-topk/-num-draft-tokens flag was given
-  int log_every = 0;      // generate, serve: the acceptance line every N verifies
+  int log_every = 0;         // generate, serve: the acceptance line every N verifies
 
   bool enabled() const;  // validates the combination; true when speculative decoding runs
   // "eagle3, tree 5/4/8, verification target-only, drafter DIR" or "off"; auto: "eagle3, policy auto within ..."

@@ -35,7 +35,7 @@ namespace detail {
 int64_t row_argmax_avx512(const float* x, int64_t n);
 void softmax_avx512(float* x, int64_t n);
 float log_sum_exp_avx512(const float* x, int64_t n);
-}
+}  // namespace detail
 
 void add_inplace(float* y, const float* x, int64_t n);
 

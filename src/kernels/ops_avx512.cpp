@@ -75,8 +75,7 @@ int64_t row_argmax_avx512(const float* x, int64_t n) {
   if (tail) vmax = _mm512_max_ps(_mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail, x + full), vmax);
   const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
   for (int64_t i = 0; i < full; i += 16)
-    if (const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), m, _CMP_EQ_OQ))
-      return i + __builtin_ctz(hit);
+    if (const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), m, _CMP_EQ_OQ)) return i + __builtin_ctz(hit);
   if (tail)
     if (const __mmask16 hit = _mm512_mask_cmp_ps_mask(tail, _mm512_maskz_loadu_ps(tail, x + full), m, _CMP_EQ_OQ))
       return full + __builtin_ctz(hit);

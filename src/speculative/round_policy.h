@@ -59,8 +59,8 @@ class RoundPolicy {
   bool drafting_ = true, probing_ = false, paid_ = true;
   bool learn_ = true;  // this round verifies at least one draft (the first round, a probe)
   int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8;
-  int sequences_ = 1;          // the round's batch (grow)
-  double round_seconds_ = 0;   // the round's expected time but for the extend (grow), to judge its outcome
+  int sequences_ = 1;         // the round's batch (grow)
+  double round_seconds_ = 0;  // the round's expected time but for the extend (grow), to judge its outcome
 };
 
 }  // namespace eaglet

@@ -7,6 +7,8 @@
 
 namespace eaglet::unicode::nfc_data {
 
+// clang-format off
+
 const CombiningClassRange kCombiningClasses[] = {
     {0x0300, 0x0314, 230}, {0x0315, 0x0315, 232}, {0x0316, 0x0319, 220}, {0x031A, 0x031A, 232},
     {0x031B, 0x031B, 216}, {0x031C, 0x0320, 220}, {0x0321, 0x0322, 202}, {0x0323, 0x0326, 220},
@@ -866,5 +868,7 @@ const Composition kCompositions[] = {
     {0x11935, 0x11930, 0x11938},
 };
 const size_t kCompositionCount = sizeof(kCompositions) / sizeof(kCompositions[0]);
+
+// clang-format on
 
 }  // namespace eaglet::unicode::nfc_data

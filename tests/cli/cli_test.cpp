@@ -268,9 +268,8 @@ TEST(CliSpeculative, ZeroAcceptanceIsLoud) {
   // auto soon stops drafting: that must not hide it. Its first round and its probes (after 8 and 16 plain steps)
   // verify one draft each, so 60 tokens hold 3 verifies whatever the machine's costs.
   for (const std::string policy : {"static", "auto"}) {
-    const auto r = run_command(eaglet("generate -m " + drafter("targets/echo_fp32") + " -d " +
-                                      drafter("random_echo") + " -n 60 -p 'def f(x): return x' --speculative-policy " +
-                                      policy));
+    const auto r = run_command(eaglet("generate -m " + drafter("targets/echo_fp32") + " -d " + drafter("random_echo") +
+                                      " -n 60 -p 'def f(x): return x' --speculative-policy " + policy));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_THAT(r.err, HasSubstr("warning: zero acceptance: accept len: 1.00")) << policy;
   }

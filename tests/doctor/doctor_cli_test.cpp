@@ -57,7 +57,8 @@ TEST(DoctorCli, ANoteAboutTheDrafterIsPrintedOnce) {
   });
   const CommandResult r = run_command(doctor(dir));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const std::string note = "note: " + dir + "/model.safetensors: ignoring 1 tensor(s) such as "
+  const std::string note = "note: " + dir +
+                           "/model.safetensors: ignoring 1 tensor(s) such as "
                            "target_model.model.rotary_emb.inv_freq";
   size_t count = 0;
   for (size_t at = r.err.find(note); at != std::string::npos; at = r.err.find(note, at + 1)) ++count;

@@ -231,8 +231,8 @@ TEST_F(AutoPolicy, WeighsDraftRowsAgainstTheBatchsForward) {
   for (int i = 0; i < kSequences; ++i) {
     prompts.push_back(prompt_of(8 + i, echo_->config().vocab_size, 20 + static_cast<unsigned>(i)));
     proposers.push_back(std::make_unique<Eagle3Proposer>(*exact_));
-    decoders.push_back(std::make_unique<SpeculativeDecoder>(*echo_, *proposers.back(),
-                                                            auto_config(8 + i + 4 * kSteps + 64, costs)));
+    decoders.push_back(
+        std::make_unique<SpeculativeDecoder>(*echo_, *proposers.back(), auto_config(8 + i + 4 * kSteps + 64, costs)));
     tokens[static_cast<size_t>(i)] = {decoders.back()->prefill(prompts.back())};
     seqs.push_back(decoders.back().get());
   }
@@ -253,8 +253,8 @@ TEST_F(AutoPolicy, WeighsDraftRowsAgainstTheBatchsForward) {
   // Probes verify one draft each, at most one per sequence in 20 steps.
   EXPECT_LE(drafted_late, kSequences) << "the policy kept drafting rows that do not pay in a batch of 8";
   for (int i = 0; i < kSequences; ++i) {
-    const PolicyRun alone = decode(*echo_, *proposers[static_cast<size_t>(i)], prompts[static_cast<size_t>(i)],
-                                   kSteps, SpecPolicy::Auto, auto_draft_limits(), costs);
+    const PolicyRun alone = decode(*echo_, *proposers[static_cast<size_t>(i)], prompts[static_cast<size_t>(i)], kSteps,
+                                   SpecPolicy::Auto, auto_draft_limits(), costs);
     auto& got = tokens[static_cast<size_t>(i)];
     ASSERT_GE(got.size(), alone.tokens.size());
     got.resize(alone.tokens.size());

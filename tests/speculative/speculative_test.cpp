@@ -42,7 +42,8 @@ std::vector<int32_t> plain_greedy(Transformer& target, const std::vector<int32_t
 
 std::vector<int32_t> speculative(Transformer& target, Eagle3Drafter& drafter, const std::vector<int32_t>& prompt, int n,
                                  const DraftParams& params, SpecStats* stats = nullptr, int prefill_batch = 7) {
-  SpecConfig config{{params, SpecSampling::TargetOnly}, {}, static_cast<int64_t>(prompt.size()) + n + 64, prefill_batch};
+  SpecConfig config{
+      {params, SpecSampling::TargetOnly}, {}, static_cast<int64_t>(prompt.size()) + n + 64, prefill_batch};
   Eagle3Proposer proposer(drafter);
   SpeculativeDecoder decoder(target, proposer, config);
   std::vector<int32_t> out = {decoder.prefill(prompt)};
