@@ -12,8 +12,8 @@ KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t key_dim, int6
                        static_cast<double>(key_dim + value_dim) * static_cast<double>(capacity);
   if (capacity < 0 || bytes > 1e12)
     fail("a KV cache of ", capacity, " tokens would need ", bytes / 1e9, " GB: lower the context (-c) or -n");
-  k_.assign(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * key_dim_), 0.0f);
-  v_.assign(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * value_dim_), 0.0f);
+  k_ = LazyArray<float>(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * key_dim_));
+  v_ = LazyArray<float>(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * value_dim_));
   positions_.assign(static_cast<size_t>(capacity_), 0);
 }
 

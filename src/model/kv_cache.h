@@ -1,5 +1,6 @@
 #pragma once
-// Keys (after RoPE) and values of every layer, fp32, one slot per token. A forward writes its M new tokens into
+// Keys (after RoPE) and values of every layer, fp32, one slot per token, for a capacity reserved at once but paid for
+// as it fills (util/lazy_array.h). A forward writes its M new tokens into
 // the slots after the committed ones; they stay pending until the caller keeps all of them (prefill, decode), a
 // chosen path of them (tree verification), or none.
 // Layout, per layer and KV head: keys [key_dim, capacity] and values [value_dim, capacity], both transposed (see
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "util/lazy_array.h"
 
 namespace eaglet {
 
@@ -47,7 +49,7 @@ class KVCache {
   void move_slot(int64_t from, int64_t to);
   int64_t layers_ = 0, kv_heads_ = 0, key_dim_ = 0, value_dim_ = 0, capacity_ = 0, size_ = 0, pending_ = 0;
   bool values_in_keys_ = false;  // latent cache: v_ is empty
-  std::vector<float> k_, v_;
+  LazyArray<float> k_, v_;       // committed by the OS as tokens are written: memory grows with the sequence
   std::vector<int64_t> positions_;
 };
 
