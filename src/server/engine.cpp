@@ -68,6 +68,7 @@ std::unique_ptr<Sequence> Engine::start(std::shared_ptr<Job> job_ptr, Metrics& m
   const bool spec = speculative() && req.speculative;
   auto s = std::make_unique<Sequence>(std::move(job_ptr), tokenizer_, std::move(limits), spec);
   Job& job = *s->job;
+  s->detok.skip(job.prompt);  // the answer continues the prompt: a SentencePiece leading space is kept (as generate)
   s->last = job.arrival;
   Sequence* self = s.get();
   // Called per token; a cancelled job (client gone, shutdown) stops at the next token, that is within one step.
@@ -80,13 +81,13 @@ std::unique_ptr<Sequence> Engine::start(std::shared_ptr<Job> job_ptr, Metrics& m
     else
       metrics.inter_token(seconds_between(q.last, now));
     q.last = now;
+    const std::string text = q.detok.push(token);
     if (q.logprob != nullptr) {
-      TokenLogprobText l = logprob_text(*q.logprob);
+      TokenLogprobText l = logprob_text(*q.logprob, text, q.detok.last_bytes());
       l.text_offset = q.logprob_text_offset;
-      q.logprob_text_offset += static_cast<int64_t>(l.token.size());
       q.job->emit_logprob(std::move(l));
     }
-    const std::string text = q.detok.push(token);
+    q.logprob_text_offset += static_cast<int64_t>(unicode::code_point_count(text));
     q.origins.token(text, /*in_round=*/q.speculative && q.tokens.size() > 1);
     q.job->emit(q.stops.push(text));
     return !q.stops.matched();
@@ -112,9 +113,12 @@ std::unique_ptr<Sequence> Engine::start(std::shared_ptr<Job> job_ptr, Metrics& m
   return s;
 }
 
-TokenLogprobText Engine::logprob_text(const TokenLogprob& l) const {
-  TokenLogprobText out{unicode::to_valid_utf8(tokenizer_.decode({&l.token, 1})), l.logprob, {}, 0};
-  for (const auto& [id, lp] : l.top) out.top.emplace_back(unicode::to_valid_utf8(tokenizer_.decode({&id, 1})), lp);
+TokenLogprobText Engine::logprob_text(const TokenLogprob& l, std::string text, std::string bytes) const {
+  TokenLogprobText out{std::move(text), std::move(bytes), l.logprob, {}, 0};
+  for (const auto& [id, lp] : l.top) {
+    std::string b = tokenizer_.continuation_bytes(id);
+    out.top.push_back({unicode::to_valid_utf8(b), std::move(b), lp});
+  }
   return out;
 }
 

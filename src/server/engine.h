@@ -60,7 +60,8 @@ class Engine {
 
   void observe_round(Sequence& s, Metrics& metrics);
   void push_tokens(Sequence& s, std::span<const int32_t> tokens);
-  TokenLogprobText logprob_text(const TokenLogprob& logprob) const;
+  // `text`: what the token released into the answer; `bytes`: its own bytes.
+  TokenLogprobText logprob_text(const TokenLogprob& logprob, std::string text, std::string bytes) const;
 };
 
 }  // namespace eaglet::server

@@ -30,12 +30,18 @@ struct TokenPiece {
   bool draft = false;
 };
 
-// A generated token's log-probability under the target and its most likely alternatives, as text ("logprobs").
+// A generated token's log-probability under the target and its most likely alternatives ("logprobs"). `token` is the
+// text the token released into the answer, so the tokens concatenated are the text; `bytes` are the token's own
+// bytes (a character split across tokens: each token's part of it).
 struct TokenLogprobText {
-  std::string token;
+  struct Alternative {
+    std::string token, bytes;  // decoded after other text (its leading space kept)
+    float logprob = 0;
+  };
+  std::string token, bytes;
   float logprob = 0;
-  std::vector<std::pair<std::string, float>> top;
-  int64_t text_offset = 0;  // of the token's string in the concatenated token strings (completions' text_offset)
+  std::vector<Alternative> top;
+  int64_t text_offset = 0;  // characters (code points) of the text before this token (completions' text_offset)
 };
 
 class Job {

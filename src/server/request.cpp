@@ -52,9 +52,17 @@ std::vector<std::string> stop_strings(const json& v) {
   } else {
     wrong_type("stop", "a string or an array of strings", v);
   }
-  if (out.size() > 16) bad_request("stop", "'stop' holds " + std::to_string(out.size()) + " strings; at most 16");
-  for (const auto& s : out)
+  if (out.size() > kMaxStopStrings)
+    bad_request("stop",
+                "'stop' holds " + std::to_string(out.size()) + " strings; at most " + std::to_string(kMaxStopStrings));
+  size_t bytes = 0;
+  for (const auto& s : out) {
     if (s.empty()) bad_request("stop", "'stop' strings must not be empty");
+    bytes += s.size();
+  }
+  if (bytes > kMaxStopBytes)
+    bad_request("stop", "'stop' strings hold " + std::to_string(bytes) + " bytes in all; at most " +
+                            std::to_string(kMaxStopBytes));
   return out;
 }
 
@@ -93,6 +101,24 @@ void reject_unsupported(const json& j) {
   }
   if (const auto best_of = opt_int(j, "best_of"); best_of && *best_of != 1)
     bad_request("best_of", "'best_of' must be 1 (eaglet serve returns one completion)");
+  // Sampling fields eaglet does not apply yet: their neutral values are accepted, anything else is refused by name
+  // rather than ignored (the answer would not be what was asked for).
+  auto neutral_only = [&j](const char* key, double neutral) {
+    const auto v = opt_number(j, key);
+    if (v && *v != neutral) {
+      std::ostringstream out;
+      out << "'" << key << "' is not supported by eaglet serve (only " << neutral << ", its neutral value); found "
+          << *v;
+      bad_request(key, out.str());
+    }
+  };
+  neutral_only("presence_penalty", 0.0);
+  neutral_only("frequency_penalty", 0.0);
+  neutral_only("repetition_penalty", 1.0);
+  if (const json* bias = field(j, "logit_bias")) {
+    if (!bias->is_object()) wrong_type("logit_bias", "an object {token id: bias}", *bias);
+    if (!bias->empty()) bad_request("logit_bias", "'logit_bias' is not supported by eaglet serve (only {})");
+  }
 }
 
 }  // namespace

@@ -15,6 +15,8 @@ namespace eaglet::server {
 enum class Endpoint { Completions, Chat };
 
 constexpr int kMaxLogprobs = 20;  // alternatives per token ("logprobs" / "top_logprobs"), vLLM's default limit
+// Stop strings: each token's check scans the held text for each of them, on the scheduler thread.
+constexpr size_t kMaxStopStrings = 16, kMaxStopBytes = 1024;
 
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::Completions;

@@ -56,8 +56,9 @@ json logprobs_json(const Job& job, const std::vector<TokenLogprobText>& logprobs
     json content = json::array();
     for (const auto& l : logprobs) {
       json top = json::array();
-      for (const auto& [token, lp] : l.top) top.push_back({{"token", token}, {"logprob", lp}, {"bytes", bytes(token)}});
-      content.push_back({{"token", l.token}, {"logprob", l.logprob}, {"bytes", bytes(l.token)}, {"top_logprobs", top}});
+      for (const auto& a : l.top)
+        top.push_back({{"token", a.token}, {"logprob", a.logprob}, {"bytes", bytes(a.bytes)}});
+      content.push_back({{"token", l.token}, {"logprob", l.logprob}, {"bytes", bytes(l.bytes)}, {"top_logprobs", top}});
     }
     return {{"content", content}};
   }
@@ -66,8 +67,8 @@ json logprobs_json(const Job& job, const std::vector<TokenLogprobText>& logprobs
     tokens.push_back(l.token);
     token_logprobs.push_back(l.logprob);
     json top = json::object();
-    for (const auto& [token, lp] : l.top)
-      if (!top.contains(token)) top[token] = lp;  // two ids may decode to one string: the likelier is kept
+    for (const auto& a : l.top)
+      if (!top.contains(a.token)) top[a.token] = a.logprob;  // two ids may decode to one string: the likelier is kept
     top_logprobs.push_back(top);
     offsets.push_back(l.text_offset);
   }

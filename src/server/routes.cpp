@@ -119,14 +119,47 @@ json models(const RouteContext& c) {
                                  {"max_model_len", c.engine.context()}}})}};
 }
 
+// Equal strings, in a time that depends on the length of `given` only: how long a wrong key takes to refuse says
+// nothing of where it first differs from the key.
+bool same_secret(const std::string& given, const std::string& key) {
+  unsigned char differ = given.size() != key.size();
+  for (size_t i = 0; i < given.size(); ++i)
+    differ |= static_cast<unsigned char>(given[i] ^ (i < key.size() ? key[i] : 0));
+  return differ == 0;
+}
+
+// One Content-Length, a decimal byte count: the HTTP library would read the first of two, and a negative one as a
+// huge count.
+void check_content_length(const Request& req) {
+  const size_t count = req.get_header_value_count("Content-Length");
+  if (count > 1)
+    throw ApiError(400, "invalid_request_error",
+                   "the request has " + std::to_string(count) + " Content-Length headers; send one", "Content-Length");
+  if (count == 0) return;
+  const std::string v = req.get_header_value("Content-Length");
+  if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos)
+    throw ApiError(400, "invalid_request_error",
+                   "Content-Length must be a byte count (decimal digits), found '" + v.substr(0, 32) + "'",
+                   "Content-Length");
+}
+
 }  // namespace
 
 void add_routes(httplib::Server& s, RouteContext& c) {
   s.set_payload_max_length(c.max_body_bytes);
+  // Runs before the body is read. A refused request's body is never read: the connection closes after the answer.
   s.set_pre_routing_handler([&c](const Request& req, Response& res) {
+    try {
+      check_content_length(req);
+    } catch (const ApiError& e) {
+      res.set_header("Connection", "close");
+      send_error(res, e);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     const bool open = req.path == "/health" || req.path == "/v1/health" || req.path == "/";  // the page has no data
-    if (c.api_key.empty() || open || req.get_header_value("Authorization") == "Bearer " + c.api_key)
+    if (c.api_key.empty() || open || same_secret(req.get_header_value("Authorization"), "Bearer " + c.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
+    res.set_header("Connection", "close");
     send_error(res, ApiError(401, "authentication_error",
                              "missing or wrong API key: send the header 'Authorization: Bearer KEY' (--api-key)"));
     return httplib::Server::HandlerResponse::Handled;

@@ -35,20 +35,24 @@ void Scheduler::publish_load() {
   metrics_.set_load(static_cast<int64_t>(queue_.size()), static_cast<int64_t>(running_.size()));
 }
 
+void Scheduler::abort_unstarted(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lock(mutex_);  // before the finish is counted, so no scrape sees both (see retire)
+    std::erase(running_, job);
+    publish_load();
+  }
+  JobResult result;
+  result.finish_reason = "abort";
+  result.prompt_tokens = static_cast<int64_t>(job->prompt.size());
+  metrics_.request_finished(result.finish_reason, result.prompt_tokens, 0,
+                            std::chrono::duration<double>(Clock::now() - job->arrival).count());
+  job->finish(std::move(result));
+}
+
 void Scheduler::admit(std::shared_ptr<Job> job, std::vector<std::unique_ptr<Sequence>>& sequences) {
   metrics_.queue_time(std::chrono::duration<double>(Clock::now() - job->arrival).count());
   if (job->cancelled()) {  // gone while queued: answered without touching the model
-    {
-      std::lock_guard lock(mutex_);  // before the finish is counted, so no scrape sees both (see retire)
-      std::erase(running_, job);
-      publish_load();
-    }
-    JobResult result;
-    result.finish_reason = "abort";
-    result.prompt_tokens = static_cast<int64_t>(job->prompt.size());
-    metrics_.request_finished(result.finish_reason, result.prompt_tokens, 0,
-                              std::chrono::duration<double>(Clock::now() - job->arrival).count());
-    job->finish(std::move(result));
+    abort_unstarted(std::move(job));
     return;
   }
   std::unique_ptr<Sequence> sequence = engine_.start(job, metrics_);
@@ -75,11 +79,19 @@ void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
 void Scheduler::loop() {
   std::vector<std::unique_ptr<Sequence>> sequences;  // running, in admission order
   for (;;) {
-    std::vector<std::shared_ptr<Job>> admitted;
+    std::vector<std::shared_ptr<Job>> admitted, gone;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !sequences.empty(); });
       if (queue_.empty() && sequences.empty()) return;  // stopping, nothing left to answer
+      // Jobs whose client left while they waited are answered now, not when a slot frees.
+      for (auto it = queue_.begin(); it != queue_.end();)
+        if ((*it)->cancelled()) {
+          gone.push_back(std::move(*it));
+          it = queue_.erase(it);
+        } else {
+          ++it;
+        }
       while (!queue_.empty() && sequences.size() + admitted.size() < static_cast<size_t>(engine_.max_batch())) {
         admitted.push_back(std::move(queue_.front()));
         queue_.pop_front();
@@ -87,6 +99,7 @@ void Scheduler::loop() {
       }
       publish_load();
     }
+    for (auto& job : gone) abort_unstarted(std::move(job));
     for (auto& job : admitted) admit(std::move(job), sequences);
     if (sequences.empty()) continue;
     std::vector<Sequence*> step;

@@ -41,7 +41,7 @@ struct Sequence {
   TokenSink sink;               // set by the engine: text out, metrics, cancellation
   TokenCollector collector;
   const TokenLogprob* logprob = nullptr;  // the log-probability of the token being pushed, when asked for
-  int64_t logprob_text_offset = 0;        // bytes of the token strings sent with logprobs so far
+  int64_t logprob_text_offset = 0;        // characters of the text released before the token being pushed
   int64_t accepted_before = 0, verifies_before = 0;
   Clock::time_point last;
   bool done = false;

@@ -31,6 +31,12 @@ void stream_job(httplib::Response& res, std::shared_ptr<Job> job, const Response
   res.set_chunked_content_provider(
       "text/event-stream",
       [job, ids](size_t, httplib::DataSink& sink) {
+        // A client that left is noticed here too, not only when a write fails: while the job is queued or
+        // prefilling nothing is written (is_writable peeks at the socket).
+        if (sink.is_writable && !sink.is_writable()) {
+          job->cancel();
+          return false;
+        }
         const Job::Update u = job->wait(std::chrono::milliseconds(100));
         const bool news = !u.text.empty() || !u.pieces.empty() || !u.logprobs.empty();
         const bool ok =

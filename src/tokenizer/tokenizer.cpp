@@ -153,36 +153,34 @@ const std::string* TokenizerData::token_text(int32_t id) const {
   return text.empty() ? nullptr : &text;
 }
 
-std::string DecodeState::push(int32_t id) {
-  const TokenizerData& data = *data_;
+std::optional<TokenBytes> token_bytes(const TokenizerData& data, int32_t id, bool first, bool skip_special) {
   const std::string* token = data.token_text(id);
-  if (token == nullptr || (skip_special_ && data.is_special(id))) return {};
-  const bool first = tokens_seen_++ == 0;
+  if (token == nullptr || (skip_special && data.is_special(id))) return std::nullopt;
   const DecoderSpec& decoder = data.decoder;
-  std::string out;
   switch (decoder.kind) {
     case DecoderSpec::Kind::ByteLevel:
       // Added tokens are text, not byte-level symbols; they end the pending byte run (as transformers.js).
-      if (data.added_token(id) != nullptr) {
-        out = bytes_.finish() + *token;
-      } else {
-        out = bytes_.push(byte_level_bytes(*token));
-      }
-      break;
+      if (data.added_token(id) != nullptr) return TokenBytes{*token, true};
+      return TokenBytes{byte_level_bytes(*token), false};
     case DecoderSpec::Kind::Pieces: {
-      if (const int byte = decoder.byte_fallback ? byte_token_value(*token) : -1; byte >= 0) {
-        out = bytes_.push(std::string(1, static_cast<char>(byte)));
-        break;
-      }
+      if (const int byte = decoder.byte_fallback ? byte_token_value(*token) : -1; byte >= 0)
+        return TokenBytes{std::string(1, static_cast<char>(byte)), false};
       std::string text = *token;
       for (const auto& [from, to] : decoder.replacements) replace_all(text, from, to);
       if (decoder.strip_first_token_space && first && text.starts_with(' ')) text.erase(0, 1);
-      out = bytes_.finish() + text;
-      break;
+      return TokenBytes{std::move(text), true};
     }
-    case DecoderSpec::Kind::Joined: out = first ? *token : " " + *token; break;
+    case DecoderSpec::Kind::Joined: return TokenBytes{first ? *token : " " + *token, true};
   }
-  return strip_leading(std::move(out));
+  return std::nullopt;
+}
+
+std::string DecodeState::push(int32_t id) {
+  std::optional<TokenBytes> t = token_bytes(*data_, id, tokens_seen_ == 0, skip_special_);
+  last_bytes_ = t ? t->bytes : std::string();
+  if (!t) return {};
+  ++tokens_seen_;
+  return strip_leading(t->text ? bytes_.finish() + t->bytes : bytes_.push(t->bytes));
 }
 
 std::string DecodeState::finish() { return strip_leading(bytes_.finish()); }
@@ -318,6 +316,11 @@ std::optional<int32_t> Tokenizer::token_id(std::string_view content) const {
 size_t Tokenizer::vocab_size() const { return data_->added_index_by_id.size(); }
 bool Tokenizer::is_special(int32_t id) const { return data_->is_special(id); }
 
+std::string Tokenizer::continuation_bytes(int32_t id) const {
+  const std::optional<tok::TokenBytes> t = tok::token_bytes(*data_, id, /*first=*/false, /*skip_special=*/false);
+  return t ? t->bytes : std::string();
+}
+
 StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tok, bool skip_special)
     : state_(std::make_unique<tok::DecodeState>(tok.data_, skip_special)) {}
 StreamingDetokenizer::~StreamingDetokenizer() = default;
@@ -328,6 +331,7 @@ void StreamingDetokenizer::skip(std::span<const int32_t> ids) {
   for (int32_t id : ids) state_->push(id);
 }
 std::string StreamingDetokenizer::push(int32_t id) { return state_->push(id); }
+const std::string& StreamingDetokenizer::last_bytes() const { return state_->last_bytes(); }
 std::string StreamingDetokenizer::flush() { return state_->finish(); }
 
 void check_tokenizer_fits(const Tokenizer& tokenizer, int64_t vocab_size, const std::string& model_file) {

@@ -40,6 +40,9 @@ class Tokenizer {
   std::optional<int32_t> token_id(std::string_view token_content) const;  // exact vocab/added-token lookup
   size_t vocab_size() const;                                              // max id + 1
   bool is_special(int32_t id) const;
+  // The bytes `id` adds after other text (no start-of-text space strip), before UTF-8 is checked: an alternative
+  // token in logprobs.
+  std::string continuation_bytes(int32_t id) const;
 
  private:
   friend class StreamingDetokenizer;
@@ -65,6 +68,10 @@ class StreamingDetokenizer {
   // leading space is kept: the decoder strips it at the start of the whole text only). Call before any push.
   void skip(std::span<const int32_t> ids);
   std::string push(int32_t id);
+  // The bytes the last pushed id added to the text, before UTF-8 is checked: a part of a character split across
+  // tokens stays that part (OpenAI's logprobs "bytes"). Concatenated, they are the text's bytes wherever it is valid
+  // UTF-8 and no leading space was stripped.
+  const std::string& last_bytes() const;
   std::string flush();  // whatever remains (invalid trailing bytes become U+FFFD); the stream can then go on
 
  private:

@@ -109,6 +109,15 @@ std::optional<std::string> config_token(const JsonField& config, std::string_vie
 // where a run of Python-str.isspace() or other code points would exceed `max_run_chars`.
 std::vector<std::string_view> tiktoken_chunks(std::string_view text, size_t window_chars, size_t max_run_chars);
 
+// The bytes token `id` adds to the decoded text (`first`: it begins the text), before UTF-8 is checked; `text`: they
+// are text, which ends a pending run of byte tokens (else raw bytes joined with their neighbours). nullopt: the id
+// decodes to nothing (unknown, or special and skipped).
+struct TokenBytes {
+  std::string bytes;
+  bool text = false;
+};
+std::optional<TokenBytes> token_bytes(const TokenizerData& data, int32_t id, bool first, bool skip_special);
+
 // Turns ids into text one at a time; the output so far is always a prefix of the full decode.
 class DecodeState {
  public:
@@ -116,6 +125,7 @@ class DecodeState {
       : data_(std::move(data)), skip_special_(skip_special) {}
   std::string push(int32_t id);
   std::string finish();
+  const std::string& last_bytes() const { return last_bytes_; }  // of the last id pushed (token_bytes)
 
  private:
   std::shared_ptr<const TokenizerData> data_;
@@ -124,6 +134,7 @@ class DecodeState {
   size_t tokens_seen_ = 0;
   size_t strip_done_ = 0;
   bool strip_finished_ = false;
+  std::string last_bytes_;
 
   std::string strip_leading(std::string text);
 };

@@ -92,6 +92,12 @@ size_t utf8_sequence_length(unsigned char lead) {
   return 1;
 }
 
+size_t code_point_count(std::string_view text) {
+  size_t n = 0;
+  for (const char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 char32_t next_code_point(std::string_view bytes, size_t& pos) {
   const auto lead = static_cast<unsigned char>(bytes[pos]);
   const size_t length = utf8_sequence_length(lead);

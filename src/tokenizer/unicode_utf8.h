@@ -17,6 +17,8 @@ bool is_valid_utf8(std::string_view bytes);
 char32_t next_code_point(std::string_view bytes, size_t& pos);
 // Byte length of the UTF-8 sequence whose lead byte is `lead` (1 for anything that is not a valid lead byte).
 size_t utf8_sequence_length(unsigned char lead);
+// Characters in valid UTF-8 `text`, as Python's len() counts them (the bytes that begin a character).
+size_t code_point_count(std::string_view text);
 
 // Lossy decoding of a whole byte string: every maximal invalid subpart becomes one U+FFFD.
 std::string to_valid_utf8(std::string_view bytes);

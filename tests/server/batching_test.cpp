@@ -8,6 +8,7 @@
 
 #include "server/server_fixtures.h"
 #include "test_env.h"
+#include "tokenizer/unicode_utf8.h"
 
 namespace eaglet {
 namespace {
@@ -137,13 +138,18 @@ TEST(ServerLogprobs, ChatShapeAndCompletionShape) {
   ASSERT_EQ(a.status, 200) << a.body;
   const json& content = a.json["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), a.json["usage"]["completion_tokens"].get<size_t>());
+  std::string pieces, bytes;  // the tokens' texts, and their own bytes
   for (const json& t : content) {
-    EXPECT_TRUE(t["token"].is_string());
+    pieces += t["token"].get<std::string>();
+    for (const json& b : t["bytes"]) bytes += static_cast<char>(b.get<int>());
+    EXPECT_FALSE(t["bytes"].empty());  // byte-level tokens: each adds at least one byte, a text or not
     EXPECT_LE(t["logprob"].get<double>(), 0.0);
     ASSERT_EQ(t["top_logprobs"].size(), 3u);
     EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][1]["logprob"].get<double>());
-    EXPECT_EQ(t["bytes"].size(), t["token"].get<std::string>().size());
   }
+  const std::string text = a.json["choices"][0]["message"]["content"];
+  EXPECT_EQ(pieces, text);
+  EXPECT_EQ(unicode::to_valid_utf8(bytes), text);  // this model's bytes are not all UTF-8: read as the text reads them
   const auto none =
       post_json(s, "/v1/chat/completions", json{{"messages", chat["messages"]}, {"max_tokens", 2}}.dump());
   EXPECT_TRUE(none.json["choices"][0]["logprobs"].is_null()) << none.body;
@@ -152,7 +158,7 @@ TEST(ServerLogprobs, ChatShapeAndCompletionShape) {
   ASSERT_EQ(completion.logprobs["tokens"].size(), 10u);
   std::string joined;
   for (size_t i = 0; i < 10; ++i) {
-    EXPECT_EQ(completion.logprobs["text_offset"][i].get<size_t>(), joined.size());
+    EXPECT_EQ(completion.logprobs["text_offset"][i].get<size_t>(), unicode::code_point_count(joined));
     joined += completion.logprobs["tokens"][i].get<std::string>();
     EXPECT_TRUE(completion.logprobs["top_logprobs"][i].empty());
   }

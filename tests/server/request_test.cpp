@@ -51,7 +51,7 @@ TEST(Request, ParsesTypedFields) {
 
 TEST(Request, BadFieldsNameTheField) {
   struct Case {
-    const char* body;
+    std::string body;
     const char* param;
     const char* says;
   };
@@ -77,12 +77,27 @@ TEST(Request, BadFieldsNameTheField) {
            {R"({"prompt":"x","logprobs":true})", "logprobs", "must be an integer"},
            {R"({"prompt":"x","top_logprobs":2})", "top_logprobs", "belongs to chat completions"},
            {R"({"prompt":"x","stop_token_ids":[-1]})", "stop_token_ids[0]", "outside the vocabulary"},
+           // Sampling fields not applied are refused by name, never ignored; their neutral values pass (below).
+           {R"({"prompt":"x","presence_penalty":0.5})", "presence_penalty", "not supported"},
+           {R"({"prompt":"x","frequency_penalty":-1})", "frequency_penalty", "found -1"},
+           {R"({"prompt":"x","repetition_penalty":1.1})", "repetition_penalty", "only 1"},
+           {R"({"prompt":"x","logit_bias":{"5":100}})", "logit_bias", "not supported"},
+           {R"({"prompt":"x","logit_bias":[1]})", "logit_bias", "must be an object"},
+           {R"({"prompt":"x","stop":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]})", "stop",
+            "17 strings; at most 16"},
+           {R"({"prompt":"x","stop":["ab", ")" + std::string(1023, 'z') + R"("]})", "stop",
+            "1025 bytes in all; at most 1024"},
        }) {
     const ApiError e = error_of(c.body);
     EXPECT_EQ(e.status, 400) << c.body;
     EXPECT_EQ(e.param, c.param) << c.body;
     EXPECT_THAT(e.what(), HasSubstr(c.says)) << c.body;
   }
+  EXPECT_NO_THROW(parse_generation_request(
+      R"({"prompt":"x","presence_penalty":0,"frequency_penalty":0.0,"repetition_penalty":1,"logit_bias":{}})",
+      Endpoint::Completions, 100));
+  EXPECT_NO_THROW(parse_generation_request(R"({"prompt":"x","stop":[")" + std::string(1024, 'z') + R"("]})",
+                                           Endpoint::Completions, 100));
   EXPECT_THAT(error_of("{\"prompt\": ").what(), HasSubstr("not valid JSON"));
   EXPECT_THAT(error_of("[1]").what(), HasSubstr("must be a JSON object, found an array"));
   const ApiError role = error_of(R"({"messages":[{"role":"wizard","content":"x"}]})", Endpoint::Chat);

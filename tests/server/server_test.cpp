@@ -73,7 +73,8 @@ void expect_error(const test::HttpAnswer& a, int status, const std::string& type
 class SpeculativeServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // No draft cap and the static policy: every round drafts the full tree even when the tests' clients overlap (the per-round counts below).
+    // No draft cap and the static policy: every round drafts the full tree even when the tests' clients overlap (the
+    // per-round counts below).
     server_ = new ServerProcess("-m " + echo_target() + " -d " + drafter("exact_echo") +
                                 " -t 1 -c 512 --batch-row-budget -1 --speculative-policy static");
   }
@@ -386,6 +387,33 @@ TEST(ServerLoad, DisconnectedClientFreesItsSequenceAtOnce) {
   const auto next = post_json(s, "/v1/completions", json{{"prompt", "x = 1"}, {"max_tokens", 4}}.dump());
   EXPECT_EQ(next.status, 200) << next.body;
   EXPECT_EQ(s.terminate(), 0);
+}
+
+// A stream whose client leaves while it waits in the queue is cancelled there (nothing was written to notice it).
+TEST(ServerLoad, QueuedStreamIsCancelledWhenItsClientLeaves) {
+  ServerProcess s("-m " + pycode() + " -t 1 -c 2048 --max-queue 4 --max-batch 1");
+  json busy = long_request(1900);
+  busy["stream"] = false;
+  auto running = std::async(std::launch::async, [&] { return post_json(s, "/v1/completions", busy.dump()); });
+  std::string metrics;
+  for (int i = 0; i < 100 && test::metric(metrics, "eaglet:num_requests_running") != 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    metrics = get(s, "/metrics").body;
+  }
+  ASSERT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 1);
+  // The queued stream's headers come at once; the client reads them and hangs up.
+  const std::string start = test::raw_exchange(s.port(), raw_post("/v1/completions", long_request(8).dump()), 60);
+  ASSERT_THAT(start, HasSubstr("200"));
+  for (int i = 0; i < 100; ++i) {  // 10 s
+    metrics = get(s, "/metrics").body;
+    if (test::metric(metrics, "eaglet:request_success_total{finished_reason=\"abort\"}") == 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(test::metric(metrics, "eaglet:request_success_total{finished_reason=\"abort\"}"), 1) << metrics;
+  EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_waiting"), 0) << metrics;
+  EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 1) << "the long request is still running";
+  EXPECT_EQ(s.terminate(), 0) << s.log();
+  EXPECT_EQ(running.get().status, 200);
 }
 
 TEST(ServerLoad, FullQueueAnswers503AndSigtermEndsStreamsCleanly) {

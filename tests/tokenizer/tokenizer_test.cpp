@@ -252,6 +252,39 @@ TEST(StreamingDetokenizer, ContinuationKeepsItsLeadingSpace) {
   EXPECT_EQ(tok.decode(std::span(ids).first(2)) + " world", tok.decode(ids));
 }
 
+// Each token's own bytes (OpenAI's logprobs "bytes"): a character split across tokens is split in them too, and
+// concatenated they are the text's bytes.
+TEST(StreamingDetokenizer, LastBytesAreEachTokensPartOfTheText) {
+  for (const char* name : {"llama2", "llama3"}) {
+    const Tokenizer& tok = tokenizer(name);
+    // Characters rare enough to be spelled in byte tokens by both vocabularies (Linear B, CJK extension B, Gothic).
+    const std::string text = "a \U00010000\U00020000 \U00010330 \u00e9t\u00e9";
+    const std::vector<int32_t> ids = tok.encode(text, true);
+    StreamingDetokenizer detok(tok);
+    detok.skip(std::span(ids).first(1));  // BOS (llama2) or the first piece (llama3)
+    std::string pieces, bytes = tok.decode(std::span(ids).first(1));
+    int split = 0;  // tokens whose bytes end inside a character
+    for (size_t i = 1; i < ids.size(); ++i) {
+      pieces += detok.push(ids[i]);
+      bytes += detok.last_bytes();
+      split += !unicode::is_valid_utf8(detok.last_bytes());
+    }
+    EXPECT_EQ(bytes, tok.decode(ids)) << name;
+    EXPECT_EQ(tok.decode(std::span(ids).first(1)) + pieces + detok.flush(), tok.decode(ids)) << name;
+    EXPECT_GT(split, 0) << name << ": no character was split across tokens; the test needs one";
+  }
+}
+
+// An alternative token decoded after other text keeps its SentencePiece space (decode() of it alone strips it).
+TEST(Tokenizer, ContinuationBytesKeepTheLeadingSpace) {
+  const Tokenizer& tok = tokenizer("llama2");
+  const auto ids = tok.encode("Hello world", false);  // ▁Hello ▁world
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(tok.decode(std::span(ids).last(1)), "world");
+  EXPECT_EQ(tok.continuation_bytes(ids[1]), " world");
+  EXPECT_EQ(tok.continuation_bytes(*tok.token_id("<0xE4>")), "\xE4");
+}
+
 // --- malformed files ---------------------------------------------------------------------------------------------
 
 // A minimal valid byte-level BPE tokenizer.json: vocab {a, b, ab, Ġ}, one merge.
