@@ -147,19 +147,18 @@ void check_content_length(const Request& req) {
 
 void add_routes(httplib::Server& s, RouteContext& c) {
   s.set_payload_max_length(c.max_body_bytes);
-  // Runs before the body is read. A refused request's body is never read: the connection closes after the answer.
+  // Runs before the body is read; a refused request's body is never read (each connection closes after its one
+  // answer, server.cpp).
   s.set_pre_routing_handler([&c](const Request& req, Response& res) {
     try {
       check_content_length(req);
     } catch (const ApiError& e) {
-      res.set_header("Connection", "close");
       send_error(res, e);
       return httplib::Server::HandlerResponse::Handled;
     }
     const bool open = req.path == "/health" || req.path == "/v1/health" || req.path == "/";  // the page has no data
     if (c.api_key.empty() || open || same_secret(req.get_header_value("Authorization"), "Bearer " + c.api_key))
       return httplib::Server::HandlerResponse::Unhandled;
-    res.set_header("Connection", "close");
     send_error(res, ApiError(401, "authentication_error",
                              "missing or wrong API key: send the header 'Authorization: Bearer KEY' (--api-key)"));
     return httplib::Server::HandlerResponse::Handled;

@@ -64,6 +64,10 @@ int serve(const ServerOptions& o) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
+  // One request per connection: the HTTP library reads pipelined requests into one buffer and answers only the
+  // first, and cannot close a connection whose body it refused to read (routes.cpp); closing after every answer
+  // makes both visible to the client instead of leaving it waiting.
+  http.set_keep_alive_max_count(1);
   add_routes(http, context);
   const int port = o.port == 0 ? http.bind_to_any_port(o.host) : (http.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) {

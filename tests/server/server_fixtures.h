@@ -42,7 +42,7 @@ HttpAnswer get(const ServerProcess& s, const std::string& path, const std::strin
 std::vector<nlohmann::json> sse_events(const std::string& body, bool* done);
 
 // Opens a socket to the server, sends `request` raw, reads until `read_bytes` bytes came (or the stream ended),
-// closes the socket; returns what was read.
+// closes the socket; returns what was read (at most 30 s without a byte end the reading).
 std::string raw_exchange(int port, const std::string& request, size_t read_bytes);
 
 // A value of the Prometheus text at /metrics (the line "NAME VALUE", NAME with its labels); -1 when absent.

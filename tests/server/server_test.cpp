@@ -304,6 +304,29 @@ TEST_F(SpeculativeServer, BadRequestsGetOpenAiErrors) {
   EXPECT_EQ(post_json(s, "/v1/completions", completion_request(kPrompt, 4).dump()).status, 200);
 }
 
+// Hostile framing: every connection carries one answer and then closes, so nothing is left waiting.
+TEST_F(SpeculativeServer, OneAnswerPerConnectionAndContentLengthChecked) {
+  const std::string body = completion_request(kPrompt, 2).dump();
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+  const auto started = std::chrono::steady_clock::now();
+  const std::string twice = test::raw_exchange(
+      server_->port(), head + "Content-Length: " + std::to_string(body.size()) + "\r\nContent-Length: 5\r\n\r\n" + body,
+      1 << 20);
+  EXPECT_THAT(twice, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(twice, HasSubstr("the request has 2 Content-Length headers"));
+  EXPECT_THAT(twice, HasSubstr("\"param\":\"Content-Length\""));
+  const std::string negative = test::raw_exchange(server_->port(), head + "Content-Length: -5\r\n\r\n" + body, 1 << 20);
+  EXPECT_THAT(negative, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(negative, HasSubstr("found '-5'"));
+  // Three pipelined requests: the first is answered and the connection closes (the others are not silently lost).
+  const std::string one = head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string pipelined = test::raw_exchange(server_->port(), one + one + one, 1 << 20);
+  EXPECT_THAT(pipelined, HasSubstr("HTTP/1.1 200"));
+  EXPECT_EQ(pipelined.find("HTTP/1.1", pipelined.find("HTTP/1.1 200") + 1), std::string::npos) << pipelined;
+  EXPECT_THAT(pipelined, HasSubstr("Connection: close"));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20)) << "a connection was left open";
+}
+
 TEST(ServerAuth, ApiKeyGuardsEveryRouteButHealth) {
   ServerProcess s("-m " + echo_target() + " --api-key sesame -c 256");
   EXPECT_EQ(get(s, "/health").status, 200);
