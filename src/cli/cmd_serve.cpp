@@ -27,6 +27,9 @@ Command add_serve(CLI::App& app) {
       ->check(CLI::Range(1024, 1 << 30));
   add_context_args(*cmd, e.context, e.prefill_batch,
                    "Context per request in tokens (default: max_position_embeddings)");
+  cmd->add_option("--chunked-prefill-size", e.prefill_batch,
+                  "Prompt tokens per prefill forward, as -b: one such forward runs between two decode steps")
+      ->check(CLI::Range(1, 1 << 20));
   add_threads_option(*cmd, o->threads);
   add_drafter_args(*cmd, e.spec);
   add_round_args(*cmd, e.spec);

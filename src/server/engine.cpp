@@ -104,13 +104,24 @@ std::unique_ptr<Sequence> Engine::start(std::shared_ptr<Job> job_ptr, Metrics& m
       s->decoder = std::make_unique<PlainSequence>(*model_, req.sampling, context, options_.prefill_batch);
     }
     if (req.logprobs >= 0) s->decoder->want_logprobs(req.logprobs);
-    const int32_t first = s->decoder->prefill(job.prompt);
-    push_tokens(*s, {&first, 1});
+    s->decoder->start_prefill(job.prompt);
   } catch (const std::exception& e) {
     s->error = e.what();
     s->done = true;
   }
   return s;
+}
+
+void Engine::prefill_piece(Sequence& s) {
+  try {
+    if (!s.decoder->prefill_piece()) return;
+    s.prefilling = false;
+    const int32_t first = s.decoder->first_token();
+    push_tokens(s, {&first, 1});
+  } catch (const std::exception& e) {
+    s.error = e.what();
+    s.done = true;
+  }
 }
 
 TokenLogprobText Engine::logprob_text(const TokenLogprob& l, std::string text, std::string bytes) const {

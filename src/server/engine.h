@@ -35,10 +35,13 @@ class Engine {
   // The prompt's token ids: text encoded as `eaglet generate` does, chat rendered as `eaglet generate --chat`.
   std::vector<int32_t> prompt_tokens(const GenerationRequest& request) const;
   std::vector<int32_t> chat_tokens(const std::vector<ChatMessage>& messages) const;
-  // Batched decoding (speculative/batched.h). start prefills a job alone and emits its first token; step advances
-  // every running sequence in one target forward, with the draft tokens the batch-draft policy gives each; finish
-  // flushes a sequence that is done() and records its metrics; the caller then finishes the job with the result.
+  // Batched decoding (speculative/batched.h). start makes a job's sequence; prefill_piece runs one forward of its
+  // prompt (at most the prefill batch: chunked prefill, the scheduler runs the others' steps in between) and, after
+  // the last, emits its first token; step advances every prefilled sequence in one target forward, with the draft
+  // tokens the batch-draft policy gives each; finish flushes a sequence that is done and records its metrics; the
+  // caller then finishes the job with the result.
   std::unique_ptr<Sequence> start(std::shared_ptr<Job> job, Metrics& metrics);
+  void prefill_piece(Sequence& sequence);
   void step(std::span<Sequence* const> running, Metrics& metrics);
   JobResult finish(Sequence& sequence, Metrics& metrics);
   int max_batch() const { return options_.max_batch; }

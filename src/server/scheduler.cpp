@@ -62,6 +62,17 @@ void Scheduler::admit(std::shared_ptr<Job> job, std::vector<std::unique_ptr<Sequ
     sequences.push_back(std::move(sequence));
 }
 
+void Scheduler::prefill_piece(std::vector<std::unique_ptr<Sequence>>& sequences) {
+  for (auto& s : sequences) {
+    if (!s->prefilling) continue;
+    if (s->job->cancelled())
+      s->done = true;  // gone while prefilling: the rest of its prompt is not run
+    else
+      engine_.prefill_piece(*s);
+    return;  // one piece per step, the earliest admitted sequence's
+  }
+}
+
 void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
   const std::shared_ptr<Job> job = sequence->job;
   {
@@ -102,9 +113,11 @@ void Scheduler::loop() {
     for (auto& job : gone) abort_unstarted(std::move(job));
     for (auto& job : admitted) admit(std::move(job), sequences);
     if (sequences.empty()) continue;
+    prefill_piece(sequences);
     std::vector<Sequence*> step;
-    for (auto& s : sequences) step.push_back(s.get());
-    engine_.step(step, metrics_);
+    for (auto& s : sequences)
+      if (!s->prefilling && !s->done) step.push_back(s.get());
+    if (!step.empty()) engine_.step(step, metrics_);
     for (auto& s : sequences)
       if (s->done) retire(std::move(s));
     std::erase(sequences, nullptr);

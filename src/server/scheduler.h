@@ -30,7 +30,9 @@ class Scheduler {
   void loop();
   void publish_load();  // holds mutex_
   void admit(std::shared_ptr<Job> job, std::vector<std::unique_ptr<Sequence>>& sequences);
-  void abort_unstarted(std::shared_ptr<Job> job);   // a job cancelled before it ran: answered without the model
+  void abort_unstarted(std::shared_ptr<Job> job);  // a job cancelled before it ran: answered without the model
+  // Chunked prefill: one forward of the earliest admitted sequence still prefilling, between two decode steps.
+  void prefill_piece(std::vector<std::unique_ptr<Sequence>>& sequences);
   void retire(std::unique_ptr<Sequence> sequence);  // finishes its job and drops it from running_
 
   Engine& engine_;

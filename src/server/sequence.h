@@ -44,6 +44,7 @@ struct Sequence {
   int64_t logprob_text_offset = 0;        // characters of the text released before the token being pushed
   int64_t accepted_before = 0, verifies_before = 0;
   Clock::time_point last;
+  bool prefilling = true;  // the prompt is not through yet (Engine::prefill_piece)
   bool done = false;
   std::string error;
 };

@@ -29,9 +29,9 @@ void wait_for_streams(const RouteContext& c, std::chrono::seconds limit) {
 }  // namespace
 
 std::string ServerOptions::describe() const {
-  return strprintf("%s:%d, max batch %d, row budget %d, queue %zu, body <= %zu bytes, %s", host.c_str(), port,
-                   engine.max_batch, engine.batch_row_budget, max_queue, max_body_bytes,
-                   api_key.empty() ? "no API key" : "API key required");
+  return strprintf("%s:%d, max batch %d, row budget %d, chunked prefill %d, queue %zu, body <= %zu bytes, %s",
+                   host.c_str(), port, engine.max_batch, engine.batch_row_budget, engine.prefill_batch, max_queue,
+                   max_body_bytes, api_key.empty() ? "no API key" : "API key required");
 }
 
 int serve(const ServerOptions& o) {

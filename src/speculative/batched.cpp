@@ -39,20 +39,32 @@ PlainSequence::PlainSequence(Transformer& target, const SamplingParams& sampling
       prefill_batch_(prefill_batch),
       cache_(target.make_cache(context)) {}
 
-int32_t PlainSequence::prefill(std::span<const int32_t> prompt) {
+int32_t BatchedSequence::prefill(std::span<const int32_t> prompt) {
+  start_prefill(prompt);
+  while (!prefill_piece()) {}
+  return first_token();
+}
+
+void PlainSequence::start_prefill(std::span<const int32_t> prompt) {
   if (prompt.empty()) fail("generate: the prompt is empty after tokenization");
   if (static_cast<int64_t>(prompt.size()) >= context_)
     fail("the prompt has ", prompt.size(), " tokens, which fill the context of ", context_);
   cache_.truncate(0);
-  for (size_t start = 0; start < prompt.size(); start += static_cast<size_t>(prefill_batch_)) {
-    const size_t n = std::min(prompt.size() - start, static_cast<size_t>(prefill_batch_));
-    target_.forward(cache_, {.tokens = prompt.subspan(start, n)});
-    cache_.commit_all();
-  }
+  prompt_.assign(prompt.begin(), prompt.end());
+  prefilled_ = 0;
+}
+
+bool PlainSequence::prefill_piece() {
+  const size_t n = std::min(prompt_.size() - prefilled_, static_cast<size_t>(prefill_batch_));
+  target_.forward(cache_, {.tokens = std::span(prompt_).subspan(prefilled_, n)});
+  cache_.commit_all();
+  prefilled_ += n;
+  if (prefilled_ < prompt_.size()) return false;
   const int64_t V = target_.config().vocab_size;
   token_ = sampler_.sample({target_.logits_row(0), static_cast<size_t>(V)});
   record_logprob(target_.logits_row(0), V, token_);
-  return token_;
+  prompt_ = {};
+  return true;
 }
 
 SequenceBatch PlainSequence::plan(int, int) {

@@ -32,7 +32,13 @@ class BatchedSequence {
  public:
   virtual ~BatchedSequence() = default;
   // Runs the prompt through the target alone; returns the first generated token.
-  virtual int32_t prefill(std::span<const int32_t> prompt) = 0;
+  int32_t prefill(std::span<const int32_t> prompt);
+  // The same in pieces, so that a server runs other sequences' steps in between (chunked prefill): start_prefill,
+  // then prefill_piece until it returns true (each piece is one forward of at most the prefill batch, the target's
+  // or the drafter's), then first_token. The forwards are prefill()'s, so the results are too.
+  virtual void start_prefill(std::span<const int32_t> prompt) = 0;
+  virtual bool prefill_piece() = 0;
+  virtual int32_t first_token() const = 0;
   // Prepares the next step with at most `draft_tokens` drafted tokens (0: the last token alone, a plain decode
   // step) and returns its rows, valid until finish(). `sequences`: how many share the step's forward (1: alone).
   virtual SequenceBatch plan(int draft_tokens, int sequences) = 0;
@@ -62,7 +68,9 @@ class BatchedSequence {
 class PlainSequence : public BatchedSequence {
  public:
   PlainSequence(Transformer& target, const SamplingParams& sampling, int64_t context, int prefill_batch);
-  int32_t prefill(std::span<const int32_t> prompt) override;
+  void start_prefill(std::span<const int32_t> prompt) override;
+  bool prefill_piece() override;
+  int32_t first_token() const override { return token_; }
   SequenceBatch plan(int draft_tokens, int sequences) override;
   void finish(size_t index, std::vector<int32_t>& out) override;
   int max_draft_tokens() const override { return 0; }
@@ -76,6 +84,8 @@ class PlainSequence : public BatchedSequence {
   int prefill_batch_;
   KVCache cache_;
   int32_t token_ = 0;
+  std::vector<int32_t> prompt_;  // while prefilling: the prompt, and how much of it the cache holds
+  size_t prefilled_ = 0;
 };
 
 // The draft tokens each sequence gets in a step. max_draft[i]: what sequence i would draft alone (0: it decodes

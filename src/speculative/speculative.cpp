@@ -37,7 +37,7 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
   stats_.num_draft_tokens = d.num_draft_tokens;
 }
 
-int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
+void SpeculativeDecoder::start_prefill(std::span<const int32_t> prompt) {
   const int64_t n = static_cast<int64_t>(prompt.size());
   if (n == 0) fail("speculative decoding: empty prompt");
   if (n >= config_.context) fail("the prompt has ", n, " tokens, which fill the context of ", config_.context);
@@ -46,28 +46,40 @@ int32_t SpeculativeDecoder::prefill(std::span<const int32_t> prompt) {
   pending_tokens_.clear();
   pending_aux_.clear();
   if (config_.round.policy == SpecPolicy::Auto) policy_ = std::make_unique<RoundPolicy>(*config_.costs, config_.prior);
-  const int64_t W = target_.aux_width();
-  aux_rows_.resize(static_cast<size_t>(n * W));
-  for (int64_t start = 0; start < n; start += config_.prefill_batch) {
-    const int64_t m = std::min<int64_t>(config_.prefill_batch, n - start);
-    target_.forward(target_cache_, {.tokens = prompt.subspan(static_cast<size_t>(start), static_cast<size_t>(m))});
+  aux_rows_.resize(static_cast<size_t>(n * target_.aux_width()));
+  prompt_.assign(prompt.begin(), prompt.end());
+  target_prefilled_ = proposer_prefilled_ = 0;
+  drafter_prefill_seconds_ = 0;
+}
+
+bool SpeculativeDecoder::prefill_piece() {
+  const int64_t n = static_cast<int64_t>(prompt_.size()), W = target_.aux_width();
+  if (target_prefilled_ < n) {
+    const int64_t start = target_prefilled_, m = std::min<int64_t>(config_.prefill_batch, n - start);
+    target_.forward(target_cache_,
+                    {.tokens = std::span(prompt_).subspan(static_cast<size_t>(start), static_cast<size_t>(m))});
     target_cache_.commit_all();
     std::memcpy(&aux_rows_[static_cast<size_t>(start * W)], target_.aux_hidden().data(),
                 static_cast<size_t>(m * W) * sizeof(float));
+    target_prefilled_ += m;
+    if (target_prefilled_ < n) return false;
+    root_token_ = sampler_.sample({target_.logits_row(0), static_cast<size_t>(target_.config().vocab_size)});
+    record_logprob(target_.logits_row(0), target_.config().vocab_size, root_token_);
+    // The proposer reads pairs (token t+1, aux state of t) for t = 0..n-1; the last pair carries the token just
+    // sampled.
+    prompt_.erase(prompt_.begin());
+    prompt_.push_back(root_token_);
+    return false;
   }
-  root_token_ = sampler_.sample({target_.logits_row(0), static_cast<size_t>(target_.config().vocab_size)});
-  record_logprob(target_.logits_row(0), target_.config().vocab_size, root_token_);
-  // Pairs (token t+1, aux state of t) for t = 0..n-1; the last pair carries the token just sampled.
   const Timer drafter_pass;
-  std::vector<int32_t> shifted(prompt.begin() + 1, prompt.end());
-  shifted.push_back(root_token_);
-  for (int64_t start = 0; start < n; start += config_.prefill_batch) {
-    const int64_t m = std::min<int64_t>(config_.prefill_batch, n - start);
-    proposer_.extend({shifted.data() + start, static_cast<size_t>(m)}, &aux_rows_[static_cast<size_t>(start * W)],
-                     static_cast<int32_t>(start));
-  }
-  drafter_prefill_seconds_ = drafter_pass.seconds();
-  return root_token_;
+  const int64_t start = proposer_prefilled_, m = std::min<int64_t>(config_.prefill_batch, n - start);
+  proposer_.extend({prompt_.data() + start, static_cast<size_t>(m)}, &aux_rows_[static_cast<size_t>(start * W)],
+                   static_cast<int32_t>(start));
+  proposer_prefilled_ += m;
+  drafter_prefill_seconds_ += drafter_pass.seconds();
+  if (proposer_prefilled_ < n) return false;
+  prompt_ = {};
+  return true;
 }
 
 void SpeculativeDecoder::step(std::vector<int32_t>& out) {

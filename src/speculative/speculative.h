@@ -44,7 +44,9 @@ class SpeculativeDecoder : public BatchedSequence {
   SpeculativeDecoder(Transformer& target, Proposer& proposer, const SpecConfig& config);
 
   // Runs the prompt through target and proposer; returns the first generated token.
-  int32_t prefill(std::span<const int32_t> prompt) override;
+  void start_prefill(std::span<const int32_t> prompt) override;
+  bool prefill_piece() override;  // the target's forwards over the prompt, then the proposer's
+  int32_t first_token() const override { return root_token_; }
   // One draft + verify round; appends the accepted draft tokens and the target's next token (>= 1 token). Near the
   // end of the context the tree is drafted shallower, so that no verified token lies beyond position context - 1:
   // the last round verifies the root alone, and the tokens produced are exactly the plain loop's.
@@ -96,6 +98,8 @@ class SpeculativeDecoder : public BatchedSequence {
   double drafted_seconds_ = 0, draft_forward_seconds_ = 0, planned_extend_seconds_ = 0;
   bool undrafted_ = false;  // the policy gave this round no draft tokens
   double drafter_prefill_seconds_ = 0;
+  std::vector<int32_t> prompt_;  // while prefilling: the prompt (then the proposer's shifted tokens)
+  int64_t target_prefilled_ = 0, proposer_prefilled_ = 0;
   int64_t forward_rows_ = 0;  // the step's forward (observe_forward): rows of all its sequences, and its time
   double forward_seconds_ = 0;
   Timer round_timer_;

@@ -439,6 +439,35 @@ TEST(ServerLoad, QueuedStreamIsCancelledWhenItsClientLeaves) {
   EXPECT_EQ(running.get().status, 200);
 }
 
+// Chunked prefill: a long prompt goes through one forward of -b tokens at a time, with a decode step of the running
+// stream after each, instead of stalling it for the whole prompt.
+TEST(ServerLoad, LongPromptIsPrefilledBetweenTheRunningStreamsSteps) {
+  ServerProcess s("-m " + pycode() + " -t 1 -c 2048 -b 8 --max-batch 2");
+  auto running =
+      std::async(std::launch::async, [&] { return post_json(s, "/v1/completions", long_request(1900).dump()); });
+  const std::string steps = "eaglet:batch_step_sequences_count";
+  std::string metrics;
+  for (int i = 0; i < 100 && test::metric(metrics, steps) < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    metrics = get(s, "/metrics").body;
+  }
+  ASSERT_GE(test::metric(metrics, steps), 2) << "the stream is decoding";
+  const double before = test::metric(metrics, steps);
+  std::string prompt;
+  for (int i = 0; i < 60; ++i) prompt += "x" + std::to_string(i) + " = " + std::to_string(i * 7) + "\n";
+  const auto b =
+      post_json(s, "/v1/completions",
+                json{{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"ignore_eos", true}}.dump());
+  ASSERT_EQ(b.status, 200) << b.body;
+  const double during = test::metric(get(s, "/metrics").body, steps) - before;
+  const int pieces = (b.json["usage"]["prompt_tokens"].get<int>() + 7) / 8;
+  ASSERT_GE(pieces, 40);
+  // Each prefill forward of the long prompt was followed by a step of the stream (alone: the first one after it).
+  EXPECT_GE(during, pieces - 1) << pieces << " prefill forwards";
+  EXPECT_EQ(s.terminate(), 0) << s.log();
+  EXPECT_EQ(running.get().status, 200);
+}
+
 TEST(ServerLoad, FullQueueAnswers503AndSigtermEndsStreamsCleanly) {
   ServerProcess s("-m " + pycode() + " -c 2048 --max-queue 1 --max-batch 1");
   auto running =
