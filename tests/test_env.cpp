@@ -28,6 +28,12 @@ std::string eaglet_bin() { return path_setting("EAGLET_BIN", EAGLET_BIN); }
 std::string python_bin() { return path_setting("EAGLET_PYTHON", EAGLET_PYTHON); }
 std::string oracle_dir() { return path_setting("EAGLET_ORACLE_DIR", EAGLET_ORACLE_DIR); }
 
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 std::string temp_dir(const std::string& name) {
   namespace fs = std::filesystem;
   fs::path dir = fs::path(fixtures_dir()) / "tmp" / name;

@@ -22,6 +22,7 @@ struct CommandResult {
 };
 // Runs a shell command line, capturing stdout and stderr separately.
 CommandResult run_command(const std::string& command_line);
+std::string shell_quote(const std::string& s);  // one shell word, single-quoted
 
 std::string read_file(const std::string& path);
 // The message of the eaglet::Error that f throws, or "(no error)".

@@ -29,7 +29,8 @@ Command add_serve(CLI::App& app) {
                    "Context per request in tokens (default: max_position_embeddings)");
   cmd->add_option("--chunked-prefill-size", e.prefill_batch,
                   "Prompt tokens per prefill forward, as -b: one such forward runs between two decode steps")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(CLI::Range(1, 1 << 20))
+      ->excludes("-b");  // the same setting: given both, neither silently wins
   add_threads_option(*cmd, o->threads);
   add_drafter_args(*cmd, e.spec);
   add_round_args(*cmd, e.spec);

@@ -20,11 +20,7 @@ using ::testing::StartsWith;
 
 std::string pycode() { return test::shared_dir() + "/models/pycode-llama-19m"; }
 std::string tiny(const std::string& v) { return test::fixtures_dir() + "/tiny/" + v; }
-std::string q(const std::string& s) {  // shell single-quote
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+std::string q(const std::string& s) { return test::shell_quote(s); }
 std::string eaglet(const std::string& args) { return test::eaglet_bin() + " " + args; }
 // The fp32-activation kernels, for comparisons with the fp32 oracle that must hold token for token (the default
 // AVX-512 BF16 path rounds activations of bf16 models to bf16, as HF does; tests/model/parity_test.cpp covers it).

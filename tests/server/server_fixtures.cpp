@@ -154,4 +154,13 @@ double metric(const std::string& text, const std::string& name) {
   return -1;
 }
 
+std::string wait_for_metric(const ServerProcess& s, const std::string& name, const std::function<bool(double)>& done) {
+  std::string text = get(s, "/metrics").body;
+  for (int i = 0; i < 200 && !done(metric(text, name)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    text = get(s, "/metrics").body;
+  }
+  return text;
+}
+
 }  // namespace eaglet::test

@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -47,5 +48,7 @@ std::string raw_exchange(int port, const std::string& request, size_t read_bytes
 
 // A value of the Prometheus text at /metrics (the line "NAME VALUE", NAME with its labels); -1 when absent.
 double metric(const std::string& metrics_text, const std::string& name);
+// Reads /metrics every 50 ms until `name`'s value satisfies `done` or 10 s passed; returns the last text read.
+std::string wait_for_metric(const ServerProcess& s, const std::string& name, const std::function<bool(double)>& done);
 
 }  // namespace eaglet::test

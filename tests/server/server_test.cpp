@@ -23,11 +23,7 @@ using ::testing::HasSubstr;
 std::string drafter(const std::string& name) { return test::fixtures_dir() + "/drafters/" + name; }
 std::string echo_target() { return drafter("targets/echo_fp32"); }
 std::string pycode() { return test::shared_dir() + "/models/pycode-llama-19m"; }
-std::string q(const std::string& s) {  // shell single-quote
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
+std::string q(const std::string& s) { return test::shell_quote(s); }
 // What `eaglet generate` prints for the prompt (greedy), the reference every server answer must equal.
 std::string generate_text(const std::string& args) {
   const auto r = test::run_command(test::eaglet_bin() + " generate " + args);
@@ -399,11 +395,8 @@ TEST(ServerLoad, DisconnectedClientFreesItsSequenceAtOnce) {
   const std::string start = test::raw_exchange(s.port(), raw_post("/v1/completions", long_request(1900).dump()), 600);
   ASSERT_THAT(start, HasSubstr("data: {"));
   std::string metrics;
-  for (int i = 0; i < 100; ++i) {  // 10 s
-    metrics = get(s, "/metrics").body;
-    if (test::metric(metrics, "eaglet:request_success_total{finished_reason=\"abort\"}") == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  metrics = test::wait_for_metric(s, "eaglet:request_success_total{finished_reason=\"abort\"}",
+                                  [](double v) { return v == 1; });
   EXPECT_EQ(test::metric(metrics, "eaglet:request_success_total{finished_reason=\"abort\"}"), 1) << metrics;
   EXPECT_LT(test::metric(metrics, "eaglet:generation_tokens_total"), 1900);
   EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 0);
@@ -419,19 +412,13 @@ TEST(ServerLoad, QueuedStreamIsCancelledWhenItsClientLeaves) {
   busy["stream"] = false;
   auto running = std::async(std::launch::async, [&] { return post_json(s, "/v1/completions", busy.dump()); });
   std::string metrics;
-  for (int i = 0; i < 100 && test::metric(metrics, "eaglet:num_requests_running") != 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    metrics = get(s, "/metrics").body;
-  }
+  metrics = test::wait_for_metric(s, "eaglet:num_requests_running", [](double v) { return v == 1; });
   ASSERT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 1);
   // The queued stream's headers come at once; the client reads them and hangs up.
   const std::string start = test::raw_exchange(s.port(), raw_post("/v1/completions", long_request(8).dump()), 60);
   ASSERT_THAT(start, HasSubstr("200"));
-  for (int i = 0; i < 100; ++i) {  // 10 s
-    metrics = get(s, "/metrics").body;
-    if (test::metric(metrics, "eaglet:request_success_total{finished_reason=\"abort\"}") == 1) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  metrics = test::wait_for_metric(s, "eaglet:request_success_total{finished_reason=\"abort\"}",
+                                  [](double v) { return v == 1; });
   EXPECT_EQ(test::metric(metrics, "eaglet:request_success_total{finished_reason=\"abort\"}"), 1) << metrics;
   EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_waiting"), 0) << metrics;
   EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 1) << "the long request is still running";
@@ -447,14 +434,12 @@ TEST(ServerLoad, LongPromptIsPrefilledBetweenTheRunningStreamsSteps) {
       std::async(std::launch::async, [&] { return post_json(s, "/v1/completions", long_request(1900).dump()); });
   const std::string steps = "eaglet:batch_step_sequences_count";
   std::string metrics;
-  for (int i = 0; i < 100 && test::metric(metrics, steps) < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    metrics = get(s, "/metrics").body;
-  }
+  metrics = test::wait_for_metric(s, steps, [](double v) { return v >= 2; });
   ASSERT_GE(test::metric(metrics, steps), 2) << "the stream is decoding";
   const double before = test::metric(metrics, steps);
   std::string prompt;
-  for (int i = 0; i < 60; ++i) prompt += "x" + std::to_string(i) + " = " + std::to_string(i * 7) + "\n";
+  for (int i = 0; i < 60; ++i)
+    prompt.append("x").append(std::to_string(i)).append(" = ").append(std::to_string(i * 7)).append("\n");
   const auto b =
       post_json(s, "/v1/completions",
                 json{{"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}, {"ignore_eos", true}}.dump());
@@ -473,17 +458,11 @@ TEST(ServerLoad, FullQueueAnswers503AndSigtermEndsStreamsCleanly) {
   auto running =
       std::async(std::launch::async, [&] { return post_json(s, "/v1/completions", long_request(1900).dump()); });
   std::string metrics;
-  for (int i = 0; i < 100 && test::metric(metrics, "eaglet:num_requests_running") != 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    metrics = get(s, "/metrics").body;
-  }
+  metrics = test::wait_for_metric(s, "eaglet:num_requests_running", [](double v) { return v == 1; });
   ASSERT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 1);
   auto queued =
       std::async(std::launch::async, [&] { return post_json(s, "/v1/completions", long_request(1900).dump()); });
-  for (int i = 0; i < 100 && test::metric(metrics, "eaglet:num_requests_waiting") != 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    metrics = get(s, "/metrics").body;
-  }
+  metrics = test::wait_for_metric(s, "eaglet:num_requests_waiting", [](double v) { return v == 1; });
   ASSERT_EQ(test::metric(metrics, "eaglet:num_requests_waiting"), 1);
   const auto refused = post_json(s, "/v1/completions", long_request(8).dump());
   expect_error(refused, 503, "unavailable_error", "queue is full");

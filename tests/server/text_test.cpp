@@ -20,19 +20,13 @@ using test::ServerProcess;
 std::string pycode() { return test::shared_dir() + "/models/pycode-llama-19m"; }
 std::string shipped_drafter() { return test::oracle_dir() + "/../../drafters/pycode-llama-19m-eagle3"; }
 
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 const std::vector<std::string> kPrompts = {"def f():\n", "import os\n\n\ndef main():\n", "class Point:\n",
                                            "    for i in range(10):\n"};
 constexpr int kTokens = 16;
 
 std::string generate_text(const std::string& prompt) {
   const auto r = test::run_command(test::eaglet_bin() + " generate -m " + pycode() + " -t 1 -n " +
-                                   std::to_string(kTokens) + " -p " + shell_quote(prompt));
+                                   std::to_string(kTokens) + " -p " + test::shell_quote(prompt));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.out;
 }
