@@ -1,6 +1,8 @@
-// Chat template recognition and rendering. Input: tokenizer_config.json NUL messages (a JSON array of {role,
-// content}) [NUL chat_template.jinja]. The messages are rendered in every format: the pieces a drafter is trained on
-// must be the rendered prompt without its generation prompt, and only assistant turns are trained.
+// Chat templates: the Jinja interpreter over any template text, and the chat template contract over any
+// conversation. Input: tokenizer_config.json NUL messages (a JSON array) [NUL chat_template.jinja]. Messages that are
+// not a JSON array are replaced by a fixed conversation. Whatever the template, reading and rendering end in text or
+// a clean eaglet::Error within the render bounds, and the trained pieces of a conversation always concatenate to its
+// render without a generation prompt.
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.h"
@@ -10,22 +12,22 @@ using namespace eaglet;
 
 namespace {
 
-std::vector<ChatMessage> messages_of(std::string_view text) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  std::vector<ChatMessage> out;
-  if (!j.is_array()) return out;
-  for (const auto& m : j)
-    if (m.is_object() && m.contains("role") && m["role"].is_string() && m.contains("content") &&
-        m["content"].is_string())
-      out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
-  return out;
+ChatJson messages_of(std::string_view text) {
+  ChatJson j = ChatJson::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_array()) return j;
+  return ChatJson::parse(R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi \"there\""},
+                             {"role": "assistant", "content": " Hello! "}, {"role": "user", "content": "é 🦅"}])");
 }
 
-void check_rendering(ChatFormat format, const std::vector<ChatMessage>& messages) {
-  const std::string prompt = render_chat(format, messages);
-  std::string trained_text;
-  for (const ChatPiece& p : chat_pieces(format, messages)) trained_text += p.text;
-  if (prompt.compare(0, trained_text.size(), trained_text) != 0) __builtin_trap();
+void check_template(const ChatTemplate& chat, const ChatJson& messages) {
+  fuzz::expect_clean([&] { chat.render(messages, true); });
+  fuzz::expect_clean([&] { chat.end_of_turn(); });
+  fuzz::expect_clean([&] {
+    const std::vector<ChatPiece> pieces = chat.pieces(messages);
+    std::string joined;
+    for (const ChatPiece& p : pieces) joined += p.text;
+    if (joined != chat.render(messages, false)) __builtin_trap();
+  });
 }
 
 }  // namespace
@@ -36,9 +38,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto [messages_json, jinja] = fuzz::split_at_nul(rest);
   fuzz::write_file(dir + "/tokenizer_config.json", config);
   fuzz::write_or_remove(dir + "/chat_template.jinja", jinja);
-  fuzz::expect_clean([&] { detect_chat_format(dir); });
-  const std::vector<ChatMessage> messages = messages_of(messages_json);
-  for (ChatFormat format : {ChatFormat::Llama3, ChatFormat::ChatML, ChatFormat::Llama2})
-    fuzz::expect_clean([&] { check_rendering(format, messages); });
+  jinja::Limits limits;  // tight: every input must finish in milliseconds
+  limits.max_output_bytes = 1 << 20;
+  limits.max_loop_iterations = 20000;
+  limits.max_work = 1 << 20;
+  fuzz::expect_clean([&] {
+    ChatTemplate chat = ChatTemplate::load(dir);
+    chat.set_limits(limits);
+    check_template(chat, messages_of(messages_json));
+  });
   return 0;
 }

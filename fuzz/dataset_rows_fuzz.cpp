@@ -10,7 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Tokenizer tokenizer = Tokenizer::load(model_dir);
   const std::string text(fuzz::as_text(data, size));
   DatasetOptions plain{.max_length = 64};
-  DatasetOptions regenerated{.max_length = 64, .regenerate = [](const std::vector<ChatMessage>& context) {
+  DatasetOptions regenerated{.max_length = 64, .regenerate = [](const ChatJson& context) {
                                return "reply after " + std::to_string(context.size()) + " turns";
                              }};
   for (const DatasetOptions& options : {plain, regenerated})

@@ -33,6 +33,12 @@ std::string describe_context(int64_t context, int batch) {
          std::to_string(batch);
 }
 
+void add_chat_template_args(CLI::App& cmd, std::string& template_file) {
+  cmd.add_option("--chat-template-file", template_file,
+                 "Jinja chat template to render chats with instead of the model's (chat_template.jinja or "
+                 "tokenizer_config.json)");
+}
+
 void add_sampling_args(CLI::App& cmd, SamplingParams& s, const std::string& p) {
   cmd.add_option("--temp", s.temperature, p + "Temperature (0 = greedy)")->check(CLI::Range(0.0, 100.0));
   cmd.add_option("--top-p", s.top_p, p + "Nucleus sampling mass")->check(CLI::Range(0.0, 1.0));

@@ -25,6 +25,9 @@ std::string describe_threads();
 void add_context_args(CLI::App& cmd, int64_t& context, int& batch, const std::string& context_help);
 std::string describe_context(int64_t context, int batch);
 
+// --chat-template-file FILE: a Jinja chat template used instead of the model's (vLLM's and llama.cpp's name).
+void add_chat_template_args(CLI::App& cmd, std::string& template_file);
+
 // --temp, --top-p, --top-k, --seed (described by sample/sampler.h's describe).
 void add_sampling_args(CLI::App& cmd, SamplingParams& sampling, const std::string& help_prefix = "");
 

@@ -43,7 +43,8 @@ Command add_doctor(CLI::App& app) {
   cmd->add_option("--prompts", a->prompts_file,
                   "Prompts: one per line, or JSON lines with a 'prompt' field "
                   "(default: a few built-in generic prompts)");
-  cmd->add_flag("--chat", a->options.chat, "Render each prompt as a user turn in the target's chat format");
+  cmd->add_flag("--chat", a->options.chat, "Render each prompt as a user turn with the target's chat template");
+  add_chat_template_args(*cmd, a->options.chat_template_file);
   cmd->add_option("-n,--n-predict", a->options.max_tokens, "Tokens generated per prompt and setting")
       ->check(CLI::Range(1, 4096));
   cmd->add_flag("--json", a->json, "Print the report as JSON");

@@ -58,6 +58,7 @@ Command add_extract(CLI::App& app) {
   cmd->add_option("--regenerate-max-tokens", o.regenerate_max_tokens, "--regenerate: longest reply")
       ->check(at_least(1));
   add_threads_option(*cmd, a->threads);
+  add_chat_template_args(*cmd, o.chat_template_file);
   cmd->add_flag("-q,--quiet", a->quiet, "No progress line");
   return [a] { return run_extract_command(*a); };
 }

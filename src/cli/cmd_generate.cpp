@@ -31,6 +31,7 @@ struct GenerateArgs {
   SpecOptions spec;
   std::string prompt;
   bool chat = false, echo = false, compare = false;
+  std::string chat_template_file, chat_template_kwargs;
   int n_predict = 128;
 };
 
@@ -41,9 +42,15 @@ int run_generate(const GenerateArgs& a) {
   check_tokenizer_fits(tokenizer, model->config().vocab_size, model->config().file);
   const std::unique_ptr<Speculation> speculation = Speculation::load(a.spec, *model);
   std::vector<int32_t> prompt;
+  if (!a.chat && (!a.chat_template_file.empty() || !a.chat_template_kwargs.empty()))
+    fail("--chat-template-file and --chat-template-kwargs apply to --chat; add --chat");
   if (a.chat) {
-    const std::string text = render_chat(chat_format_for(a.model, tokenizer), {{"user", a.prompt}});
-    prompt = tokenizer.encode(text, /*add_bos=*/false);
+    const ChatTemplate chat = ChatTemplate::load(a.model, a.chat_template_file);
+    chat.check_markers(tokenizer, a.model);
+    const ChatJson kwargs = a.chat_template_kwargs.empty()
+                                ? ChatJson::object()
+                                : parse_json_object_arg(a.chat_template_kwargs, "--chat-template-kwargs");
+    prompt = tokenizer.encode(chat.render(user_conversation(a.prompt), true, kwargs), /*add_bos=*/false);
   } else {
     prompt = tokenizer.encode(a.prompt, tokenizer.adds_bos());
   }
@@ -112,7 +119,10 @@ Command add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   add_model_args(*cmd, a->model, a->load);
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text")->required();
-  cmd->add_flag("--chat", a->chat, "Wrap the prompt in the model's chat format (Llama-3, ChatML, Llama-2)");
+  cmd->add_flag("--chat", a->chat, "Render the prompt as a user turn with the model's chat template");
+  add_chat_template_args(*cmd, a->chat_template_file);
+  cmd->add_option("--chat-template-kwargs", a->chat_template_kwargs,
+                  "--chat: a JSON object of extra template variables, e.g. '{\"enable_thinking\": false}'");
   cmd->add_option("-n,--n-predict", a->n_predict, "Number of tokens to generate")->check(at_least(1));
   add_sampling_args(*cmd, a->sampling);
   add_threads_option(*cmd, a->threads);

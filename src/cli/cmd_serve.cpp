@@ -32,6 +32,7 @@ Command add_serve(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->excludes("-b");  // the same setting: given both, neither silently wins
   add_threads_option(*cmd, o->threads);
+  add_chat_template_args(*cmd, e.chat_template_file);
   add_drafter_args(*cmd, e.spec);
   add_round_args(*cmd, e.spec);
   return [o] {

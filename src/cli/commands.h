@@ -23,5 +23,6 @@ Command add_convert_draft(CLI::App& app);
 Command add_doctor(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_quantize(CLI::App& app);
+Command add_chat_template(CLI::App& app);
 
 }  // namespace eaglet::cli

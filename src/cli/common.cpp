@@ -60,6 +60,13 @@ std::string TextInput::read(const std::string& command) const {
   return text;
 }
 
+nlohmann::ordered_json parse_json_object_arg(const std::string& text, const std::string& flag) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) fail(flag, ": not valid JSON: ", text.substr(0, 200));
+  if (!j.is_object()) fail(flag, ": expected a JSON object {\"name\": value, ...}, found ", text.substr(0, 200));
+  return j;
+}
+
 int run_reporting_errors(const std::function<int()>& run) {
   try {
     return run();

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "util/int_list.h"
@@ -30,6 +31,9 @@ struct TextInput {
   void add_to(CLI::App& cmd, const std::string& text_help);
   std::string read(const std::string& command) const;  // Error when neither was given
 };
+
+// A JSON object given on the command line (`flag` names it in the error), keys in the order written.
+nlohmann::ordered_json parse_json_object_arg(const std::string& text, const std::string& flag);
 
 // Runs a parsed command: an eaglet::Error (bad input) or running out of memory prints one line and returns 1.
 int run_reporting_errors(const std::function<int()>& run);

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   add(eaglet::cli::add_doctor);
   add(eaglet::cli::add_serve);
   add(eaglet::cli::add_quantize);
+  add(eaglet::cli::add_chat_template);
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;

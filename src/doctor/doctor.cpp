@@ -53,7 +53,7 @@ Report run_doctor(const DoctorOptions& o) {
   if (have_config)
     guarded(r, "conventions", [&] { check_conventions(config, *target, o.spec.load.aux_convention, r); });
   if (loads) guarded(r, "provenance", [&] { check_provenance(o.spec.drafter, *target, r); });
-  guarded(r, "tokenizer files", [&] { check_tokenizer_files(o.spec.drafter, o.target_dir, r); });
+  guarded(r, "tokenizer files", [&] { check_tokenizer_files(o.spec.drafter, o.target_dir, o.chat_template_file, r); });
   std::optional<TrainingRecord> record;
   try {
     record = read_training_record(o.spec.drafter);
@@ -68,11 +68,14 @@ Report run_doctor(const DoctorOptions& o) {
   }
   LiveInput live{o.spec, {}, o.max_tokens, record};
   const std::vector<std::string>& texts = o.prompts.empty() ? builtin_prompts() : o.prompts;
-  std::optional<ChatFormat> format;
-  if (o.chat) format = detect_chat_format(o.target_dir);
+  std::optional<ChatTemplate> chat;
+  if (o.chat) {
+    chat = ChatTemplate::load(o.target_dir, o.chat_template_file);
+    chat->check_markers(tokenizer, o.target_dir);
+  }
   for (const std::string& text : texts)
-    live.prompts.push_back(format ? tokenizer.encode(render_chat(*format, {{"user", text}}), false)
-                                  : tokenizer.encode(text, tokenizer.adds_bos()));
+    live.prompts.push_back(chat ? tokenizer.encode(chat->render(user_conversation(text), true), false)
+                                : tokenizer.encode(text, tokenizer.adds_bos()));
   r.measured["prompts"] = live.prompts.size();
   guarded(r, "live checks", [&] { run_live_checks(*target, live, r); });
   return r;

@@ -16,7 +16,8 @@ struct DoctorOptions {
   LoadOptions target_load;           // how the target's checkpoint is read
   SpecOptions spec;                  // the drafter (-d) and how it is read
   std::vector<std::string> prompts;  // empty: the built-in generic prompts
-  bool chat = false;                 // render each prompt as a user turn in the target's chat format
+  bool chat = false;                 // render each prompt as a user turn with the target's chat template
+  std::string chat_template_file;    // --chat-template-file: the template the target is served with
   int max_tokens = 48;               // generated per prompt and setting
 };
 

@@ -23,6 +23,7 @@ void check_conventions(const DrafterConfig& config, const Transformer& target, s
 void check_provenance(const std::string& drafter_dir, const Transformer& target, Report& report);
 
 // Tokenizer and chat template the drafter folder ships, against the target's; nothing to check when it ships none.
-void check_tokenizer_files(const std::string& drafter_dir, const std::string& target_dir, Report& report);
+void check_tokenizer_files(const std::string& drafter_dir, const std::string& target_dir,
+                           const std::string& chat_template_file, Report& report);
 
 }  // namespace eaglet::doctor

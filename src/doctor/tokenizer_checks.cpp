@@ -8,6 +8,7 @@
 #include "io/json_util.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tokenizer_json.h"
 #include "util/error.h"
 
 namespace eaglet::doctor {
@@ -128,55 +129,72 @@ void check_tokenizer(const std::string& drafter_dir, const std::string& target_d
     r.pass("tokenizer", "same vocabulary, merges and added tokens as the target's (other settings differ)");
 }
 
-// The chat template of a folder as written (chat_template.jinja, else tokenizer_config.json), or "" when none.
-std::string template_text(const std::string& dir) {
+bool ships_chat_template(const std::string& dir) {
   const fs::path jinja = fs::path(dir) / "chat_template.jinja", config = fs::path(dir) / "tokenizer_config.json";
-  if (fs::exists(jinja)) return read_file(jinja.string());
-  if (!fs::exists(config)) return "";
+  if (fs::exists(jinja)) return true;
+  if (!fs::exists(config)) return false;
   const nlohmann::json j = read_json_file(config.string());
-  if (!j.is_object() || !j.contains("chat_template")) return "";
-  return j["chat_template"].dump();
+  return j.is_object() && j.contains("chat_template");
 }
 
-std::string format_of(const std::string& dir) {
+// A conversation rendered with the generation prompt, or the template's refusal as "(error: ...)".
+std::string render_or_error(const ChatTemplate& t, const ChatJson& messages) {
   try {
-    return chat_format_name(detect_chat_format(dir));
-  } catch (const Error&) {
-    return "unrecognised";
+    return t.render(messages, true);
+  } catch (const Error& e) {
+    return std::string("(error: ") + e.what() + ")";
   }
 }
 
-void check_chat_template(const std::string& drafter_dir, const std::string& target_dir, Report& r) {
-  std::string mine, theirs;
+// The renders are compared, not the template texts: two spellings of one format pass, and special tokens that
+// differ (another BOS) show.
+void check_chat_template(const std::string& drafter_dir, const std::string& target_dir,
+                         const std::string& template_file, Report& r) {
+  std::optional<ChatTemplate> mine, theirs;
   try {
-    mine = template_text(drafter_dir);
-    theirs = template_text(target_dir);
+    if (!ships_chat_template(drafter_dir)) {
+      r.pass("chat template", "the drafter ships none: nothing says it was trained on another format");
+      return;
+    }
+    mine = ChatTemplate::load(drafter_dir);
+    theirs = ChatTemplate::load(target_dir, template_file);
   } catch (const Error& e) {
     r.warn("chat template", e.what(), "fix the named file");
     return;
   }
-  if (mine.empty()) {
-    r.pass("chat template", "the drafter ships none: nothing says it was trained on another format");
+  const std::pair<const char*, ChatJson> conversations[] = {
+      {"a user turn", user_conversation("Hello")},
+      {"system and user",
+       ChatJson::array({{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hello"}}})},
+      {"two turns", ChatJson::array({{{"role", "user"}, {"content", "Hello"}},
+                                     {{"role", "assistant"}, {"content", "Hi."}},
+                                     {{"role", "user"}, {"content", "Bye"}}})}};
+  for (const auto& [name, messages] : conversations) {
+    const std::string a = render_or_error(*mine, messages), b = render_or_error(*theirs, messages);
+    if (a == b) continue;
+    size_t at = 0;
+    while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
+    const size_t from = at > 20 ? at - 20 : 0;
+    r.warn("chat template",
+           std::string("the drafter's chat template (") + mine->source() + ") renders " + name + " other than the " +
+               "target's (" + theirs->source() + "): " + tok::json_quoted(a.substr(from, 60)) + " vs " +
+               tok::json_quoted(b.substr(from, 60)) +
+               "; the drafter was trained on conversations rendered another way, and served prompts look new to it "
+               "(accept length falls, as SGLang's 70B EAGLE-3 did)",
+           "retrain on data rendered with the target's template (eaglet extract renders it), or serve the template "
+           "the drafter was trained on (--chat-template-file)");
     return;
   }
-  if (mine == theirs) {
-    r.pass("chat template", "the drafter's is the target's (" + format_of(target_dir) + ")");
-    return;
-  }
-  r.warn("chat template",
-         "the drafter ships a chat template (" + format_of(drafter_dir) + ") other than the target's (" +
-             format_of(target_dir) +
-             "): it was trained on conversations rendered another way, and served prompts look new to it (accept "
-             "length falls, as SGLang's 70B EAGLE-3 did)",
-         "retrain on data rendered with the target's template (eaglet extract renders it), or serve the format the "
-         "drafter was trained on");
+  r.pass("chat template", std::string("the drafter's (") + mine->source() + ") renders 3 conversations as the " +
+                              "target's (" + theirs->source() + ") does");
 }
 
 }  // namespace
 
-void check_tokenizer_files(const std::string& drafter_dir, const std::string& target_dir, Report& r) {
+void check_tokenizer_files(const std::string& drafter_dir, const std::string& target_dir,
+                           const std::string& chat_template_file, Report& r) {
   check_tokenizer(drafter_dir, target_dir, r);
-  check_chat_template(drafter_dir, target_dir, r);
+  check_chat_template(drafter_dir, target_dir, chat_template_file, r);
 }
 
 }  // namespace eaglet::doctor

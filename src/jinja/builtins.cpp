@@ -412,10 +412,10 @@ Value round_number(const Value& v, int64_t precision, const std::string& method)
   fail("round: method must be 'common', 'ceil' or 'floor'");
 }
 
-using FilterFn = Value (*)(const Value&, Args&, const Limits&);
+using FilterFn = Value (*)(const Value&, Args&, Budget&);
 
-#define FILTER(fn) Value fn(const Value& v, Args& args, const Limits& limits)
-#define UNUSED_LIMITS (void)limits
+#define FILTER(fn) Value fn(const Value& v, Args& args, Budget& budget)
+#define UNUSED_LIMITS (void)budget
 
 FILTER(f_abs) {
   UNUSED_LIMITS;
@@ -567,7 +567,7 @@ FILTER(f_join) {
     if (!first) out += sep;
     first = false;
     out += as_text(a.given(1) ? attribute_path(item, as_text(a[1])) : item);
-    if (out.size() > limits.max_output_bytes) fail("join: the result is larger than the output limit");
+    if (out.size() > budget.limits().max_output_bytes) fail("join: the result is larger than the output limit");
   }
   return Value(out);
 }
@@ -623,7 +623,7 @@ FILTER(f_map) {
   if (!is_filter(name)) fail("map: no filter named '", name, "'");
   for (const Value& item : iterate(v)) {
     Args rest{std::vector<Value>(args.positional.begin() + 1, args.positional.end()), args.keyword};
-    out.push_back(apply_filter(name, item, rest, limits));
+    out.push_back(apply_filter(name, item, rest, budget));
   }
   return Value::list(std::move(out));
 }
@@ -694,7 +694,7 @@ FILTER(f_replace) {
   const Params a("replace", args, {"old", "new", "count"});
   const std::string out =
       py::replace(as_text(v), as_text(a[0]), as_text(a[1]), a.given(2) ? to_index(a[2], "count") : -1);
-  if (out.size() > limits.max_output_bytes) fail("replace: the result is larger than the output limit");
+  if (out.size() > budget.limits().max_output_bytes) fail("replace: the result is larger than the output limit");
   return Value(out);
 }
 FILTER(f_reverse) {
@@ -729,7 +729,7 @@ FILTER(f_sum) {
   const Params a("sum", args, {"attribute", "start"});
   Value total = a.get(1, Value(int64_t{0}));
   for (const Value& item : iterate(v))
-    total = binary_operation("+", total, a.given(0) ? attribute_path(item, as_text(a[0])) : item, limits);
+    total = binary_operation("+", total, a.given(0) ? attribute_path(item, as_text(a[0])) : item, budget);
   return total;
 }
 FILTER(f_tojson) {  // Hugging Face's: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)
@@ -983,16 +983,17 @@ void check_overflow(bool overflow) {
   if (overflow) fail("integer overflow (the template engine's integers are 64-bit)");
 }
 
-Value repeat(const Value& seq, int64_t times, const Limits& limits) {
-  times = std::max<int64_t>(times, 0);
+Value repeat(const Value& seq, int64_t times, Budget& budget) {
+  const size_t size = seq.is_string() ? seq.str().size() : seq.items().size();
+  times = size == 0 ? 0 : std::max<int64_t>(times, 0);
+  if (times > 0 && size > budget.limits().max_output_bytes / uint64_t(times))
+    fail(seq.is_string() ? "string" : "list", " repetition: the result is larger than the output limit");
+  budget.charge(size * size_t(times));
   if (seq.is_string()) {
-    if (seq.str().size() * uint64_t(times) > limits.max_output_bytes)
-      fail("string repetition: the result is larger than the output limit");
     std::string out;
     for (int64_t i = 0; i < times; ++i) out += seq.str();
     return Value(out);
   }
-  if (seq.items().size() * uint64_t(times) > limits.max_output_bytes) fail("list repetition: the result is too large");
   List out;
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
   return seq.kind() == Kind::Tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
@@ -1000,10 +1001,17 @@ Value repeat(const Value& seq, int64_t times, const Limits& limits) {
 
 }  // namespace
 
-Value binary_operation(const std::string& op, const Value& a, const Value& b, const Limits& limits) {
+void Budget::charge(size_t units) {
+  spent_ += int64_t(units);
+  if (spent_ > limits_.max_work)
+    fail("the template built more than ", limits_.max_work, " bytes and items (strings and lists) in one render");
+}
+
+Value binary_operation(const std::string& op, const Value& a, const Value& b, Budget& budget) {
   if (op == "~") {
     std::string out = py::str(a) + py::str(b);
-    if (out.size() > limits.max_output_bytes) fail("~: the result is larger than the output limit");
+    budget.charge(out.size());
+    if (out.size() > budget.limits().max_output_bytes) fail("~: the result is larger than the output limit");
     return Value(std::move(out));
   }
   check_defined(a);
@@ -1020,11 +1028,12 @@ Value binary_operation(const std::string& op, const Value& a, const Value& b, co
       return (check_overflow(__builtin_add_overflow(a.as_int(), b.as_int(), &r)), Value(r));
     }
     if (a.is_string() && b.is_string()) {
-      if (a.str().size() + b.str().size() > limits.max_output_bytes)
+      if (a.str().size() + b.str().size() > budget.limits().max_output_bytes)
         fail("+: the result is larger than the output limit");
       return Value(a.str() + b.str());
     }
     if (a.is_list_like() && a.kind() == b.kind()) {
+      budget.charge(a.items().size() + b.items().size());
       List out = a.items();
       out.insert(out.end(), b.items().begin(), b.items().end());
       return a.kind() == Kind::Tuple ? Value::tuple(std::move(out)) : Value::list(std::move(out));
@@ -1038,9 +1047,9 @@ Value binary_operation(const std::string& op, const Value& a, const Value& b, co
       return (check_overflow(__builtin_mul_overflow(a.as_int(), b.as_int(), &r)), Value(r));
     }
     if ((a.is_string() || a.is_list_like()) && (b.kind() == Kind::Int || b.kind() == Kind::Bool))
-      return repeat(a, b.as_int(), limits);
+      return repeat(a, b.as_int(), budget);
     if ((b.is_string() || b.is_list_like()) && (a.kind() == Kind::Int || a.kind() == Kind::Bool))
-      return repeat(b, a.as_int(), limits);
+      return repeat(b, a.as_int(), budget);
     return unsupported();
   }
   if (op == "%" && a.is_string()) return Value(py::percent_format(a.str(), b));
@@ -1104,13 +1113,15 @@ Value negate(const Value& v, bool minus) {
 
 bool is_filter(const std::string& name) { return filters().count(name) > 0; }
 
-Value apply_filter(const std::string& name, const Value& subject, Args& args, const Limits& limits) {
+Value apply_filter(const std::string& name, const Value& subject, Args& args, Budget& budget) {
   const auto it = filters().find(name);
   if (it == filters().end()) fail("no filter named '", name, "'");
   if (subject.is_undefined() && subject.unsafe()) fail(subject.undefined_hint());
   static const std::set<std::string> kUndefinedFails = {"abs", "tojson", "dictsort", "round", "batch", "format"};
   if (subject.is_undefined() && kUndefinedFails.count(name)) check_defined(subject);
-  return it->second(subject, args, limits);
+  Value out = it->second(subject, args, budget);
+  budget.charge(out.is_string() ? out.str().size() : out.is_list_like() ? out.items().size() : 1);
+  return out;
 }
 
 bool is_test(const std::string& name) {
@@ -1147,12 +1158,17 @@ bool apply_test(const std::string& name, const Value& v, Args& args) {
   if (name == "upper") return none(), has_case(py::str(v), true);
   if (name == "odd" || name == "even") {
     none();
-    const Value two(int64_t{2});
-    const Value r = binary_operation("%", v, two, Limits{});
+    const Limits limits;
+    Budget budget(limits);  // a modulo builds nothing
+    const Value r = binary_operation("%", v, Value(int64_t{2}), budget);
     return py::equal(r, Value(int64_t{name == "odd" ? 1 : 0}));
   }
   const Params a(name, args, {"other"});
-  if (name == "divisibleby") return py::equal(binary_operation("%", v, a[0], Limits{}), Value(int64_t{0}));
+  if (name == "divisibleby") {
+    const Limits limits;
+    Budget budget(limits);
+    return py::equal(binary_operation("%", v, a[0], budget), Value(int64_t{0}));
+  }
   if (name == "sameas") return v.same_object(a[0]);
   if (name == "in") return contains(a[0], v);
   if (name == "filter") return is_filter(need_string(v, "filter name"));

@@ -19,6 +19,7 @@ struct Limits {
   size_t max_output_bytes = size_t(64) << 20;  // the rendered text, and any string built on the way
   int64_t max_loop_iterations = 1'000'000;     // over all loops of one render
   int max_call_depth = 64;                     // macro calls inside macro calls
+  int64_t max_work = int64_t(64) << 20;        // bytes and items built by operators, filters and loops
 };
 
 struct RenderOptions {

@@ -99,7 +99,25 @@ std::string string_repr(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// repr, == and < recurse into nested lists and dicts; a template can nest them arbitrarily deep.
+constexpr int kMaxValueDepth = 256;
+thread_local int value_depth = 0;
+struct DepthGuard {
+  DepthGuard() {
+    if (++value_depth > kMaxValueDepth) {
+      --value_depth;
+      fail("a value nests lists and dicts deeper than ", kMaxValueDepth, " levels");
+    }
+  }
+  ~DepthGuard() { --value_depth; }
+};
+
+}  // namespace
+
 std::string repr(const Value& v) {
+  const DepthGuard guard;
   switch (v.kind()) {
     case Value::Kind::String: return string_repr(v.str());
     case Value::Kind::List:
@@ -180,7 +198,7 @@ void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
 }
 
 void json_value(std::string& out, const Value& v, const JsonStyle& style, int depth) {
-  if (depth > 512) fail("tojson: a value nested deeper than 512 levels");
+  if (depth > kMaxValueDepth) fail("tojson: a value nests lists and dicts deeper than ", kMaxValueDepth, " levels");
   auto newline = [&](int level) {
     if (!style.indent) return;
     out += '\n';
@@ -252,6 +270,7 @@ std::string json_dumps(const Value& v, const JsonStyle& style) {
 }
 
 bool equal(const Value& a, const Value& b) {
+  const DepthGuard guard;
   if (a.is_number() && b.is_number()) {
     if (a.kind() == Value::Kind::Float || b.kind() == Value::Kind::Float) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
@@ -281,6 +300,7 @@ bool equal(const Value& a, const Value& b) {
 }
 
 int compare(const Value& a, const Value& b, const char* op) {
+  const DepthGuard guard;
   if (a.is_undefined()) fail(a.undefined_hint());
   if (b.is_undefined()) fail(b.undefined_hint());
   if (a.is_number() && b.is_number()) {

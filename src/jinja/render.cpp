@@ -66,7 +66,8 @@ void check_names(const Body& body, const std::string& file) {
 
 class Renderer {
  public:
-  Renderer(const std::string& name, const RenderOptions& options) : name_(name), options_(options) {}
+  Renderer(const std::string& name, const RenderOptions& options)
+      : name_(name), options_(options), budget_(options.limits) {}
 
   std::string run(const Body& body, const Dict& variables) {
     auto root = std::make_shared<Scope>();
@@ -175,6 +176,7 @@ class Renderer {
 
   Flow exec_for(const Stmt& s, const ScopePtr& scope, std::string& out) {
     const std::vector<Value> all = iterate(eval(*s.expr, scope));
+    budget_.charge(all.size());
     ScopePtr loop_scope = inner(scope);
     std::vector<Value> items;
     if (s.condition) {
@@ -273,7 +275,7 @@ class Renderer {
   Value apply_filters(const std::vector<ExprPtr>& filters, Value v, const ScopePtr& scope) {
     for (const auto& f : filters) {
       Args args = arguments(*f, scope);
-      v = apply_filter(f->name, v, args, options_.limits);
+      v = apply_filter(f->name, v, args, budget_);
     }
     return v;
   }
@@ -360,7 +362,7 @@ class Renderer {
       case Expr::Kind::Filter: {
         const Value subject = eval(*e.args[0], scope);
         Args args = arguments(e, scope);
-        return apply_filter(e.name, subject, args, options_.limits);
+        return apply_filter(e.name, subject, args, budget_);
       }
       case Expr::Kind::Test: {
         const Value subject = eval(*e.args[0], scope);
@@ -376,7 +378,7 @@ class Renderer {
         const Value a = eval(*e.args[0], scope);
         if (e.name == "and") return a.truthy() ? eval(*e.args[1], scope) : a;
         if (e.name == "or") return a.truthy() ? a : eval(*e.args[1], scope);
-        return binary_operation(e.name, a, eval(*e.args[1], scope), options_.limits);
+        return binary_operation(e.name, a, eval(*e.args[1], scope), budget_);
       }
       case Expr::Kind::Compare: {
         Value left = eval(*e.args[0], scope);
@@ -412,6 +414,7 @@ class Renderer {
 
   const std::string& name_;
   const RenderOptions& options_;
+  Budget budget_;
   int64_t iterations_ = 0;
   int depth_ = 0;
 };

@@ -37,25 +37,34 @@ Engine::Engine(const EngineOptions& o)
   context_ = o.context > 0 ? o.context : model_->config().max_position_embeddings;
   if (context_ <= 0) context_ = 4096;
   try {
-    chat_format_ = detect_chat_format(o.model);
+    ChatTemplate t = ChatTemplate::load(o.model, o.chat_template_file);
+    t.check_markers(tokenizer_, o.model);
+    chat_template_ = std::move(t);
   } catch (const Error& e) {
+    if (!o.chat_template_file.empty()) throw;  // asked for by name: a start-up error
     no_chat_reason_ = e.what();
     log_note(std::string("/v1/chat/completions is off: ") + e.what());
   }
 }
 
-std::vector<int32_t> Engine::chat_tokens(const std::vector<ChatMessage>& messages) const {
-  if (!chat_format_)
+std::vector<int32_t> Engine::chat_tokens(const ChatJson& messages, const ChatJson& tools,
+                                         const ChatJson& template_kwargs) const {
+  if (!chat_template_)
     throw ApiError(400, "invalid_request_error", "this model has no chat template: " + no_chat_reason_, "messages");
+  ChatJson variables = template_kwargs.is_object() ? template_kwargs : ChatJson::object();
+  if (!tools.is_null()) variables["tools"] = tools;
   try {
-    return tokenizer_.encode(render_chat(*chat_format_, messages), /*add_bos=*/false);
-  } catch (const Error& e) {  // a conversation the format cannot express (Llama-2's strict alternation)
-    throw ApiError(400, "invalid_request_error", e.what(), "messages");
+    return tokenizer_.encode(chat_template_->render(messages, true, variables), /*add_bos=*/false);
+  } catch (const jinja::TemplateRaised& e) {  // the template rejects the conversation (Mistral's strict roles)
+    throw ApiError(400, "invalid_request_error", std::string("the chat template refuses the messages: ") + e.what(),
+                   "messages");
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_request_error", std::string("the chat template failed: ") + e.what(), "messages");
   }
 }
 
 std::vector<int32_t> Engine::prompt_tokens(const GenerationRequest& r) const {
-  if (r.endpoint == Endpoint::Chat) return chat_tokens(r.messages);
+  if (r.endpoint == Endpoint::Chat) return chat_tokens(r.messages, r.tools, r.template_kwargs);
   if (!r.prompt_ids.empty()) return r.prompt_ids;
   return tokenizer_.encode(r.prompt_text, tokenizer_.adds_bos());
 }

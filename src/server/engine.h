@@ -23,9 +23,10 @@ struct EngineOptions {
   SpecOptions spec;
   int64_t context = 0;  // 0: the model's max_position_embeddings
   int prefill_batch = 256;
-  LoadOptions load;          // how the model's checkpoint is read
-  int max_batch = 8;         // sequences decoded together (one target forward per step)
-  int batch_row_budget = 8;  // rows of a step's forward: one per sequence, the rest drafts (< 0: no cap)
+  LoadOptions load;                // how the model's checkpoint is read
+  int max_batch = 8;               // sequences decoded together (one target forward per step)
+  int batch_row_budget = 8;        // rows of a step's forward: one per sequence, the rest drafts (< 0: no cap)
+  std::string chat_template_file;  // --chat-template-file: replaces the model's chat template
 };
 
 class Engine {
@@ -34,7 +35,9 @@ class Engine {
 
   // The prompt's token ids: text encoded as `eaglet generate` does, chat rendered as `eaglet generate --chat`.
   std::vector<int32_t> prompt_tokens(const GenerationRequest& request) const;
-  std::vector<int32_t> chat_tokens(const std::vector<ChatMessage>& messages) const;
+  // `tools` (null: none) and `template_kwargs` (chat_template_kwargs) are render variables of the chat template.
+  std::vector<int32_t> chat_tokens(const ChatJson& messages, const ChatJson& tools = ChatJson(),
+                                   const ChatJson& template_kwargs = ChatJson::object()) const;
   // Batched decoding (speculative/batched.h). start makes a job's sequence; prefill_piece runs one forward of its
   // prompt (at most the prefill batch: chunked prefill, the scheduler runs the others' steps in between) and, after
   // the last, emits its first token; step advances every prefilled sequence in one target forward, with the draft
@@ -56,7 +59,7 @@ class Engine {
   Tokenizer tokenizer_;
   std::unique_ptr<Transformer> model_;
   std::unique_ptr<Speculation> speculation_;
-  std::optional<ChatFormat> chat_format_;
+  std::optional<ChatTemplate> chat_template_;
   std::string no_chat_reason_;  // why chat requests are refused (no template)
   int64_t context_ = 0;
   RoundLog round_log_;  // every sequence's rounds, the zero-acceptance warning once per server

@@ -12,23 +12,27 @@ using nlohmann::json;
 
 namespace {
 
-const char* type_name(const json& v) {
+// For the request (json) and for the chat fields kept in their written key order (ChatJson).
+template <typename Json>
+const char* type_name(const Json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::number_float: return "a number";
+    case Json::value_t::null: return "null";
+    case Json::value_t::object: return "an object";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::number_float: return "a number";
     default: return "an integer";
   }
 }
 
-[[noreturn]] void wrong_type(const std::string& param, const char* expected, const json& found) {
+template <typename Json>
+[[noreturn]] void wrong_type(const std::string& param, const char* expected, const Json& found) {
   bad_request(param, "'" + param + "' must be " + expected + ", found " + type_name(found));
 }
 
-const json* field(const json& j, const std::string& key) {
+template <typename Json>
+const Json* field(const Json& j, const std::string& key) {
   auto it = j.find(key);
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
@@ -93,9 +97,11 @@ int logprobs_field(const json& j, Endpoint endpoint) {
   return on ? static_cast<int>(k.value_or(0)) : -1;
 }
 
-void reject_unsupported(const json& j) {
+void reject_unsupported(const json& j, Endpoint endpoint) {
   for (const char* key : {"echo", "suffix", "tools", "tool_choice"}) {
     const json* v = field(j, key);
+    if (endpoint == Endpoint::Chat && std::string(key) == "tools") continue;  // see chat_tools
+    if (endpoint == Endpoint::Chat && std::string(key) == "tool_choice" && v && *v == "none") continue;
     if (v && !(v->is_boolean() && !v->get<bool>()))
       throw ApiError(400, "invalid_request_error", std::string("'") + key + "' is not supported by eaglet serve", key);
   }
@@ -173,49 +179,77 @@ std::vector<int32_t> token_ids(const json& j, const std::string& param, int64_t 
   return ids;
 }
 
-std::vector<ChatMessage> chat_messages(const json& j, const std::string& param) {
+ChatJson chat_messages(const ChatJson& j, const std::string& param) {
   if (!j.is_array()) wrong_type(param, "an array of messages", j);
   if (j.empty()) bad_request(param, "'" + param + "' must hold at least one message");
-  std::vector<ChatMessage> out;
+  ChatJson out = ChatJson::array();
   for (size_t i = 0; i < j.size(); ++i) {
     const std::string p = param + "[" + std::to_string(i) + "]";
     if (!j[i].is_object()) wrong_type(p, "an object {role, content}", j[i]);
-    const auto role = opt_string(j[i], "role");
+    ChatJson m = j[i];
+    const ChatJson* role = field(m, "role");
     if (!role) bad_request(p + ".role", "'" + p + ".role' is missing");
-    if (*role != "system" && *role != "developer" && *role != "user" && *role != "assistant")
-      bad_request(p + ".role", "'" + p + ".role' is '" + *role + "'; expected system, developer, user or assistant");
-    const json* content = field(j[i], "content");
-    std::string text;
+    if (!role->is_string()) wrong_type(p + ".role", "a string", *role);
+    const std::string r = role->get<std::string>();
+    if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool")
+      bad_request(p + ".role", "'" + p + ".role' is '" + r + "'; expected system, developer, user, assistant or tool");
+    if (r == "developer") m["role"] = "system";  // OpenAI's newer name for the system role
+    const ChatJson* content = field(m, "content");
     if (!content) {
-      bad_request(p + ".content", "'" + p + ".content' is missing");
-    } else if (content->is_string()) {
-      text = content->get<std::string>();
-    } else if (content->is_array()) {
+      if (!(r == "assistant" && field(m, "tool_calls"))) bad_request(p + ".content", "'" + p + ".content' is missing");
+    } else if (content->is_array()) {  // text parts, joined as vLLM joins them for string-content templates
+      std::string text;
       for (size_t k = 0; k < content->size(); ++k) {
-        const json& part = (*content)[k];
+        const ChatJson& part = (*content)[k];
         const std::string pp = p + ".content[" + std::to_string(k) + "]";
-        if (!part.is_object() || opt_string(part, "type").value_or("") != "text" || !opt_string(part, "text"))
+        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+            !part["text"].is_string())
           bad_request(pp, "'" + pp + "' must be {\"type\": \"text\", \"text\": ...} (only text parts are supported)");
-        text += part["text"].get<std::string>();
+        text += (k ? "\n" : "") + part["text"].get<std::string>();
       }
-    } else {
+      m["content"] = text;
+    } else if (!content->is_string()) {
       wrong_type(p + ".content", "a string or an array of text parts", *content);
     }
-    out.push_back({*role == "developer" ? "system" : *role, text});
+    out.push_back(std::move(m));
   }
   return out;
 }
+
+namespace {
+
+// Tools are rendered into the prompt by the chat template; the answer's tool calls are not parsed, so a request
+// must say it expects none ("tool_choice": "none").
+ChatJson chat_tools(const ChatJson& j) {
+  const ChatJson* tools = field(j, "tools");
+  if (!tools) return ChatJson();
+  if (!tools->is_array()) wrong_type("tools", "an array of tools", *tools);
+  const ChatJson* choice = field(j, "tool_choice");
+  if (!choice || *choice != "none")
+    bad_request("tool_choice",
+                "'tools' needs \"tool_choice\": \"none\": eaglet serve renders tools into the prompt with the chat "
+                "template but does not parse tool calls from the answer");
+  return *tools;
+}
+
+}  // namespace
 
 GenerationRequest parse_generation_request(const std::string& body, Endpoint endpoint, int64_t vocab_size) {
   const json j = parse_json_object(body);
   GenerationRequest r;
   r.endpoint = endpoint;
-  reject_unsupported(j);
+  reject_unsupported(j, endpoint);
   r.model = opt_string(j, "model").value_or("");
   if (endpoint == Endpoint::Chat) {
-    const json* messages = field(j, "messages");
+    const ChatJson ordered = ChatJson::parse(body);  // the chat fields as written (key order reaches the template)
+    const ChatJson* messages = field(ordered, "messages");
     if (!messages) bad_request("messages", "'messages' is required");
     r.messages = chat_messages(*messages, "messages");
+    r.tools = chat_tools(ordered);
+    if (const ChatJson* kwargs = field(ordered, "chat_template_kwargs")) {
+      if (!kwargs->is_object()) wrong_type("chat_template_kwargs", "an object", *kwargs);
+      r.template_kwargs = *kwargs;
+    }
   } else {
     const json* prompt = field(j, "prompt");
     if (!prompt) bad_request("prompt", "'prompt' is required");

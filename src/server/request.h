@@ -20,10 +20,12 @@ constexpr size_t kMaxStopStrings = 16, kMaxStopBytes = 1024;
 
 struct GenerationRequest {
   Endpoint endpoint = Endpoint::Completions;
-  std::string prompt_text;            // completions: a text prompt
-  std::vector<int32_t> prompt_ids;    // completions: a prompt given as token ids (used when non-empty)
-  std::vector<ChatMessage> messages;  // chat
-  std::optional<int> max_tokens;      // unset: 16 for completions, the rest of the context for chat
+  std::string prompt_text;          // completions: a text prompt
+  std::vector<int32_t> prompt_ids;  // completions: a prompt given as token ids (used when non-empty)
+  ChatJson messages;                // chat: validated, as the chat template reads them
+  ChatJson tools;                   // chat: rendered by the template (null: none); tool calls are not parsed
+  ChatJson template_kwargs = ChatJson::object();  // chat: "chat_template_kwargs" (vLLM's and SGLang's field)
+  std::optional<int> max_tokens;                  // unset: 16 for completions, the rest of the context for chat
   SamplingParams sampling;
   bool seeded = false;                  // "seed" given (else a fresh random seed)
   std::vector<std::string> stop;        // stop strings (not part of the output)
@@ -50,7 +52,9 @@ std::optional<double> opt_number(const nlohmann::json& j, const std::string& key
 std::optional<bool> opt_bool(const nlohmann::json& j, const std::string& key);
 // An array of integers (token ids), each in [0, limit); ApiError otherwise.
 std::vector<int32_t> token_ids(const nlohmann::json& j, const std::string& param, int64_t limit);
-// Chat messages: [{role: system|developer|user|assistant, content: string or [{type: "text", text}]}].
-std::vector<ChatMessage> chat_messages(const nlohmann::json& j, const std::string& param);
+// Chat messages: [{role: system|developer|user|assistant|tool, content: string or [{type: "text", text}], ...}]:
+// developer becomes system, text parts are joined with "\n" (as vLLM does), other fields (tool_calls, tool_call_id,
+// reasoning_content) reach the template as written; content may be absent only on an assistant's tool call.
+ChatJson chat_messages(const ChatJson& j, const std::string& param);
 
 }  // namespace eaglet::server

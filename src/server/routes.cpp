@@ -90,7 +90,11 @@ void tokenize(RouteContext& c, const Request& req, Response& res) {
   const json j = parse_json_object(req.body);
   std::vector<int32_t> ids;
   if (j.contains("messages") && !j["messages"].is_null()) {
-    ids = c.engine.chat_tokens(chat_messages(j["messages"], "messages"));
+    const ChatJson ordered = ChatJson::parse(req.body);
+    ChatJson kwargs = ordered.contains("chat_template_kwargs") ? ordered["chat_template_kwargs"] : ChatJson::object();
+    if (!kwargs.is_object()) bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    ids = c.engine.chat_tokens(chat_messages(ordered["messages"], "messages"),
+                               ordered.contains("tools") ? ordered["tools"] : ChatJson(), kwargs);
   } else {
     std::optional<std::string> text = opt_string(j, "prompt");
     if (!text) text = opt_string(j, "content");

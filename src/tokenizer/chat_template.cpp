@@ -1,49 +1,38 @@
 #include "tokenizer/chat_template.h"
 
-#include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "io/files.h"
 #include "io/json_util.h"
+#include "jinja/python.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_json.h"
-#include "tokenizer/unicode_utf8.h"
 #include "util/error.h"
 
 namespace eaglet {
 namespace {
 
-struct Template {
-  std::string text;
-  std::string source;  // the file it came from, for messages
+namespace fs = std::filesystem;
+
+struct TemplateText {
+  std::string text, source;
 };
 
-[[noreturn]] void no_template(const std::string& model_dir, const std::string& why) {
-  fail(model_dir, ": ", why,
-       "; eaglet supports only the Llama-3, ChatML, Llama-2 and Kimi chat formats (no Jinja engine "
-       "yet)");
-}
-
-Template load_template(const std::string& model_dir) {
-  const std::filesystem::path dir(model_dir);
-  const std::string jinja = (dir / "chat_template.jinja").string();
-  if (path_exists(jinja)) return {read_file(jinja), jinja};
+TemplateText template_of(const std::string& model_dir) {
+  const fs::path dir(model_dir);
+  const std::string jinja_file = (dir / "chat_template.jinja").string();
+  if (path_exists(jinja_file)) return {read_file(jinja_file), jinja_file};
   const std::string config_file = (dir / "tokenizer_config.json").string();
-  if (!path_exists(config_file)) {
-    no_template(model_dir, "no chat template (neither chat_template.jinja nor tokenizer_config.json)");
-  }
+  const std::string fix = "; give one with --chat-template-file FILE";
+  if (!path_exists(config_file))
+    fail(model_dir, ": no chat template (neither chat_template.jinja nor tokenizer_config.json)", fix);
   const nlohmann::json json = tok::read_json_file(config_file);
   const tok::JsonField config(json, config_file, "");
   if (!json.is_object()) config.fail_expected("an object");
   const auto field = config.optional("chat_template");
-  if (!field) {
-    fail(config_file,
-         ": field \"chat_template\": missing, and there is no chat_template.jinja; eaglet supports "
-         "only the Llama-3, ChatML, Llama-2 and Kimi chat formats (no Jinja engine yet)");
-  }
+  if (!field) fail(config_file, ": field \"chat_template\": missing, and there is no chat_template.jinja", fix);
   if (field->json().is_string()) return {field->string(), config_file};
+  if (!field->json().is_array()) field->fail_expected("a template string or a list of {name, template}");
   for (size_t i = 0; i < field->size(); ++i) {
     const tok::JsonField item = field->element(i);
     if (item["name"].string() == "default") return {item["template"].string(), config_file};
@@ -51,168 +40,195 @@ Template load_template(const std::string& model_dir) {
   field->fail_with("no template named \"default\" in the list");
 }
 
-// Python's str.strip(), which the Jinja templates' trim / .strip() use.
-std::string strip(const std::string& text) {
-  const std::string valid = unicode::is_valid_utf8(text) ? text : unicode::to_valid_utf8(text);
-  size_t begin = valid.size(), end = 0;
-  for (size_t pos = 0; pos < valid.size();) {
-    const size_t start = pos;
-    if (unicode::is_python_space(unicode::next_code_point(valid, pos))) continue;
-    begin = std::min(begin, start);
-    end = pos;
-  }
-  return begin < end ? valid.substr(begin, end - begin) : std::string();
-}
-
-std::vector<ChatPiece> pieces_llama3(const std::vector<ChatMessage>& messages) {
-  std::vector<ChatPiece> out = {{"<|begin_of_text|>"}};
-  for (const ChatMessage& m : messages) {
-    out.push_back({"<|start_header_id|>" + m.role + "<|end_header_id|>\n\n"});
-    out.push_back({strip(m.content) + "<|eot_id|>", m.role == "assistant"});
-  }
-  return out;
-}
-
-std::vector<ChatPiece> pieces_chatml(const std::vector<ChatMessage>& messages) {
-  std::vector<ChatPiece> out;
-  for (const ChatMessage& m : messages) {
-    out.push_back({"<|im_start|>" + m.role + "\n"});
-    out.push_back({m.content + "<|im_end|>", m.role == "assistant"});
-    out.push_back({"\n"});
-  }
-  return out;
-}
-
-std::vector<ChatPiece> pieces_llama2(const std::vector<ChatMessage>& messages) {
-  size_t first = 0;
-  std::string system;
-  if (!messages.empty() && messages[0].role == "system") {
-    system = messages[0].content;
-    first = 1;
-  }
-  std::vector<ChatPiece> out;
-  for (size_t i = first; i < messages.size(); ++i) {
-    const ChatMessage& m = messages[i];
-    const bool expect_user = (i - first) % 2 == 0;
-    if (m.role != (expect_user ? "user" : "assistant")) {
-      fail("chat: message ", i, " has role ", tok::json_quoted(m.role), " but the Llama-2 format needs ",
-           expect_user ? "\"user\"" : "\"assistant\"",
-           " here (an optional system message, then alternating user/assistant)");
-    }
-    if (expect_user) {
-      const std::string content =
-          i == first && first == 1 ? "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + m.content : m.content;
-      out.push_back({"<s>[INST] " + strip(content) + " [/INST]"});
-    } else {
-      std::string text = " ";  // built by appends: GCC 12 warns (-Wrestrict) on " " + std::string
-      text.append(strip(m.content)).append(" </s>");
-      out.push_back({text, true});
+// Special tokens as Hugging Face passes them to the template (its special_tokens_map): strings, or AddedToken
+// objects whose "content" is the string; tokenizer_config.json first, special_tokens_map.json for the rest.
+ChatJson special_tokens_of(const std::string& model_dir) {
+  static const char* kNames[] = {"bos_token", "eos_token", "unk_token",  "sep_token",
+                                 "pad_token", "cls_token", "mask_token", "additional_special_tokens"};
+  ChatJson tokens = ChatJson::object();
+  for (const char* file : {"tokenizer_config.json", "special_tokens_map.json"}) {
+    const std::string path = (fs::path(model_dir) / file).string();
+    if (!path_exists(path)) continue;
+    const nlohmann::json j = tok::read_json_file(path);
+    if (!j.is_object()) continue;
+    auto text_of = [&](const nlohmann::json& v, const std::string& key) -> std::string {
+      if (v.is_string()) return v.get<std::string>();
+      if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+      fail(path, ": field \"", key, "\": expected a string or {\"content\": ...}, found ", v.dump().substr(0, 80));
+    };
+    for (const char* name : kNames) {
+      if (!j.contains(name) || j[name].is_null() || tokens.contains(name)) continue;
+      if (j[name].is_array()) {
+        ChatJson list = ChatJson::array();
+        for (const auto& v : j[name]) list.push_back(text_of(v, name));
+        tokens[name] = list;
+      } else {
+        tokens[name] = text_of(j[name], name);
+      }
     }
   }
-  return out;
+  return tokens;
 }
 
-// The file the tokenizer of model_dir is loaded from, for messages.
-std::string tokenizer_file(const std::string& model_dir) {
-  const std::filesystem::path dir(model_dir);
-  if (!path_exists((dir / "tokenizer.json").string()) && path_exists((dir / "tiktoken.model").string())) {
-    return (dir / "tiktoken.model").string();
-  }
-  return (dir / "tokenizer.json").string();
+bool is_assistant(const ChatJson& message) {
+  return message.is_object() && message.contains("role") && message["role"] == "assistant";
 }
 
-std::vector<ChatPiece> pieces_kimi(const std::vector<ChatMessage>& messages) {
-  std::vector<ChatPiece> out;
-  if (messages.empty() || messages[0].role != "system") {
-    out.push_back({"<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI.<|im_end|>"});
+// The probe conversations used to find markers and the end of a turn; the first the template accepts is used.
+const char* kProbeReply = "EAGLET-PROBE-REPLY";
+
+std::string probe_render(const ChatTemplate& t, bool with_reply) {
+  const ChatJson probes[] = {
+      {{{"role", "system"}, {"content", "S"}}, {{"role", "user"}, {"content", "U"}}},
+      {{{"role", "user"}, {"content", "U"}}},
+  };
+  for (ChatJson messages : probes) {
+    if (with_reply) messages.push_back({{"role", "assistant"}, {"content", kProbeReply}});
+    try {
+      return t.render(messages, !with_reply);
+    } catch (const Error&) {}
   }
-  for (const ChatMessage& m : messages) {
-    const char* marker = m.role == "user"        ? "<|im_user|>"
-                         : m.role == "assistant" ? "<|im_assistant|>"
-                                                 : "<|im_system|>";
-    out.push_back({marker + m.role + "<|im_middle|>"});
-    out.push_back({m.content + "<|im_end|>", m.role == "assistant"});
-  }
-  return out;
+  return "";
 }
 
 }  // namespace
 
-ChatFormat detect_chat_format(const std::string& model_dir) {
-  const Template tmpl = load_template(model_dir);
-  // Kimi's tokenizer also has <|start_header_id|>: look for its own marker first.
-  if (tmpl.text.find("<|im_middle|>") != std::string::npos) return ChatFormat::Kimi;
-  if (tmpl.text.find("<|start_header_id|>") != std::string::npos) return ChatFormat::Llama3;
-  if (tmpl.text.find("<|im_start|>") != std::string::npos) return ChatFormat::ChatML;
-  if (tmpl.text.find("[INST]") != std::string::npos) return ChatFormat::Llama2;
-  fail(tmpl.source,
-       ": the chat template is not one eaglet recognises; eaglet supports only the Llama-3, ChatML, "
-       "Llama-2 and Kimi chat formats (no Jinja engine yet)");
+ChatJson user_conversation(const std::string& text) { return ChatJson::array({{{"role", "user"}, {"content", text}}}); }
+
+ChatTemplate ChatTemplate::load(const std::string& model_dir, const std::string& template_file) {
+  TemplateText t;
+  if (!template_file.empty()) {
+    if (!path_exists(template_file)) fail(template_file, ": no such file (--chat-template-file)");
+    t = {read_file(template_file), template_file};
+  } else {
+    t = template_of(model_dir);
+  }
+  ChatTemplate out = from_text(t.text, t.source, special_tokens_of(model_dir));
+  return out;
 }
 
-ChatFormat chat_format_for(const std::string& model_dir, const Tokenizer& tokenizer) {
-  const ChatFormat format = detect_chat_format(model_dir);
-  std::vector<const char*> markers;
-  switch (format) {
-    case ChatFormat::Llama3:
-      markers = {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
-      break;
-    case ChatFormat::ChatML: markers = {"<|im_start|>", "<|im_end|>"}; break;
-    case ChatFormat::Llama2: markers = {"<s>", "</s>"}; break;
-    case ChatFormat::Kimi:
-      markers = {"<|im_system|>", "<|im_user|>", "<|im_assistant|>", "<|im_middle|>", "<|im_end|>"};
-      break;
+ChatTemplate ChatTemplate::from_text(const std::string& text, const std::string& name, const ChatJson& special_tokens) {
+  ChatTemplate out;
+  out.template_ = std::make_shared<const jinja::Template>(text, name);
+  out.source_ = name;
+  out.text_ = text;
+  for (const auto& [k, v] : special_tokens.items())
+    out.special_tokens_.set(jinja::Value(k), jinja::Value::from_json(v));
+  return out;
+}
+
+std::string ChatTemplate::render(const ChatJson& messages, bool add_generation_prompt,
+                                 const ChatJson& variables) const {
+  if (!messages.is_array()) fail(source_, ": the messages to render are not a list");
+  jinja::Dict vars = special_tokens_;
+  vars.set(jinja::Value("messages"), jinja::Value::from_json(messages));
+  vars.set(jinja::Value("tools"), jinja::Value::none());  // HF passes both, None when absent
+  vars.set(jinja::Value("documents"), jinja::Value::none());
+  vars.set(jinja::Value("add_generation_prompt"), jinja::Value(add_generation_prompt));
+  if (!variables.is_null()) {
+    if (!variables.is_object()) fail(source_, ": template variables must be a JSON object");
+    for (const auto& [k, v] : variables.items()) vars.set(jinja::Value(k), jinja::Value::from_json(v));
   }
-  for (const char* marker : markers) {
+  return template_->render(vars, options_);
+}
+
+// Each assistant turn is what the template adds to the prompt for the messages before it (rendered with the
+// generation prompt) when the turn is rendered too. Templates that write the last turn differently from earlier ones
+// (Qwen3 adds an empty <think> block to the final assistant turn) fail that prefix test; for them each turn is found
+// in the whole render by its content, up to the end-of-turn marker after it.
+std::vector<ChatPiece> ChatTemplate::pieces(const ChatJson& messages, const ChatJson& variables) const {
+  const std::string full = render(messages, false, variables);
+  struct Span {
+    size_t begin, end;
+  };
+  std::vector<Span> spans;
+  bool prefixes_hold = true;
+  for (size_t i = 0; i < messages.size() && prefixes_hold; ++i) {
+    if (!is_assistant(messages[i])) continue;
+    const ChatJson before(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i));
+    const ChatJson through(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    const std::string prompt = render(before, true, variables), turn = render(through, false, variables);
+    prefixes_hold = full.compare(0, turn.size(), turn) == 0 && turn.compare(0, prompt.size(), prompt) == 0 &&
+                    (spans.empty() || prompt.size() >= spans.back().end);
+    const size_t kept = jinja::py::strip(turn.substr(prompt.size()), std::nullopt, false, true).size();
+    spans.push_back({prompt.size(), prompt.size() + kept});
+  }
+  if (!prefixes_hold) {
+    spans.clear();
+    const std::string eot = end_of_turn();
+    size_t cursor = 0;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      if (!is_assistant(messages[i])) continue;
+      const ChatJson& content = messages[i].contains("content") ? messages[i]["content"] : ChatJson();
+      const std::string text =
+          content.is_string() ? jinja::py::strip(content.get<std::string>(), std::nullopt, true, true) : "";
+      const size_t begin = text.empty() ? std::string::npos : full.find(text, cursor);
+      const size_t end =
+          begin == std::string::npos || eot.empty() ? std::string::npos : full.find(eot, begin + text.size());
+      if (end == std::string::npos)
+        fail(source_, ": the template renders the conversation up to message ", i,
+             " other than the start of the whole one, and the text of message ", i,
+             " followed by the end of a turn is not found in the whole render either, so its assistant text cannot be "
+             "marked for training");
+      spans.push_back({begin, end + eot.size()});
+      cursor = end + eot.size();
+    }
+  }
+  std::vector<ChatPiece> out;
+  size_t done = 0;
+  for (const Span& s : spans) {
+    if (s.begin > done) out.push_back({full.substr(done, s.begin - done), false});
+    if (s.end > s.begin) out.push_back({full.substr(s.begin, s.end - s.begin), true});
+    done = s.end;
+  }
+  if (done < full.size()) out.push_back({full.substr(done), false});
+  return out;
+}
+
+// What follows the probe reply, up to and including its first marker (<|...|>, <｜...｜> or the EOS token): some
+// templates (the first Llama-3 one) write the generation prompt whatever add_generation_prompt says.
+std::string ChatTemplate::end_of_turn() const {
+  const std::string text = probe_render(*this, true);
+  const size_t at = text.rfind(kProbeReply);
+  if (at == std::string::npos) return "";
+  const std::string after =
+      jinja::py::strip(text.substr(at + std::string(kProbeReply).size()), std::nullopt, true, true);
+  size_t end = std::string::npos;
+  for (const auto& [open, close] :
+       {std::pair<std::string, std::string>{"<|", "|>"}, {"<\xEF\xBD\x9C", "\xEF\xBD\x9C>"}})
+    if (after.compare(0, open.size(), open) == 0)
+      if (const size_t c = after.find(close, open.size()); c != std::string::npos)
+        end = std::min(end, c + close.size());
+  if (const jinja::Value* eos = special_tokens_.find(std::string("eos_token"));
+      eos && eos->is_string() && !eos->str().empty())
+    if (const size_t e = after.find(eos->str()); e != std::string::npos) end = std::min(end, e + eos->str().size());
+  return end == std::string::npos ? after : after.substr(0, end);
+}
+
+void ChatTemplate::check_markers(const Tokenizer& tokenizer, const std::string& tokenizer_file) const {
+  const std::string text = probe_render(*this, false) + probe_render(*this, true);
+  std::vector<std::string> markers;
+  for (const auto& [open, close] :
+       {std::pair<std::string, std::string>{"<|", "|>"}, {"<\xEF\xBD\x9C", "\xEF\xBD\x9C>"}}) {
+    for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at + 1)) {
+      const size_t end = text.find(close, at + open.size());
+      if (end == std::string::npos || end - at > 80) continue;
+      const std::string marker = text.substr(at, end + close.size() - at);
+      if (marker.find_first_of(" \n<", open.size()) < marker.size() - close.size()) continue;
+      markers.push_back(marker);
+    }
+  }
+  for (const char* name : {"bos_token", "eos_token"})
+    if (const jinja::Value* v = special_tokens_.find(std::string(name));
+        v && v->is_string() && !v->str().empty() && text.find(v->str()) != std::string::npos)
+      markers.push_back(v->str());
+  for (const std::string& marker : markers) {
     const size_t n = tokenizer.encode(marker, /*add_bos=*/false).size();
     if (n != 1)
-      fail(tokenizer_file(model_dir), ": the ", chat_format_name(format),
-           " chat format of the template needs the special token ", marker, ", which this tokenizer lacks (it encodes ",
-           "to ", n, " tokens); is the chat template from another model?");
+      fail(tokenizer_file, ": the chat template (", source_, ") writes ", marker,
+           ", which this tokenizer does not have as one token (it encodes to ", n,
+           " tokens); is the chat template from another model? (--chat-template-file chooses another)");
   }
-  return format;
-}
-
-std::vector<ChatPiece> chat_pieces(ChatFormat format, const std::vector<ChatMessage>& messages) {
-  switch (format) {
-    case ChatFormat::Llama3: return pieces_llama3(messages);
-    case ChatFormat::ChatML: return pieces_chatml(messages);
-    case ChatFormat::Llama2: return pieces_llama2(messages);
-    case ChatFormat::Kimi: return pieces_kimi(messages);
-  }
-  fail("chat: unknown chat format");
-}
-
-std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages) {
-  std::string out;
-  for (const ChatPiece& p : chat_pieces(format, messages)) out += p.text;
-  switch (format) {  // the generation prompt
-    case ChatFormat::Llama3: return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
-    case ChatFormat::ChatML: return out + "<|im_start|>assistant\n";
-    case ChatFormat::Llama2: return out;  // the template has none: the text ends at [/INST]
-    case ChatFormat::Kimi: return out + "<|im_assistant|>assistant<|im_middle|>";
-  }
-  fail("chat: unknown chat format");
-}
-
-const char* chat_format_name(ChatFormat format) {
-  switch (format) {
-    case ChatFormat::Llama3: return "llama3";
-    case ChatFormat::ChatML: return "chatml";
-    case ChatFormat::Llama2: return "llama2";
-    case ChatFormat::Kimi: return "kimi";
-  }
-  return "unknown";
-}
-
-const char* chat_end_of_turn(ChatFormat format) {
-  switch (format) {
-    case ChatFormat::Llama3: return "<|eot_id|>";
-    case ChatFormat::ChatML:
-    case ChatFormat::Kimi: return "<|im_end|>";
-    case ChatFormat::Llama2: return "</s>";
-  }
-  return "";
 }
 
 }  // namespace eaglet

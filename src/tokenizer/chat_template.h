@@ -1,56 +1,75 @@
 #pragma once
-// Chat prompt formats, hard-coded equivalents of the Jinja chat templates of the supported model families
-// (no Jinja engine yet).
+// A model's chat template, rendered by eaglet's Jinja interpreter (src/jinja) as Hugging Face's apply_chat_template
+// renders it: the same template, special tokens and variables, so that a drafter is trained and served on exactly
+// the text the target sees.
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "jinja/jinja.h"
 
 namespace eaglet {
 
 class Tokenizer;
 
-enum class ChatFormat { Llama3, ChatML, Llama2, Kimi };
+// Messages, tools and template variables keep the key order they were written in (a tool's JSON schema printed by
+// `tojson` must read as the client sent it), hence ordered JSON.
+using ChatJson = nlohmann::ordered_json;
 
-struct ChatMessage {
-  std::string role, content;
-};
+// [{"role": "user", "content": text}]
+ChatJson user_conversation(const std::string& text);
 
-// Recognises the format from DIR/chat_template.jinja if present, else DIR/tokenizer_config.json "chat_template"
-// (a string, or a list of {name, template} of which "default" is used): "<|im_middle|>" -> Kimi,
-// "<|start_header_id|>" -> Llama3, "<|im_start|>" -> ChatML, "[INST]" -> Llama2. Throws eaglet::Error naming the file
-// when there is no template or it is none of these.
-ChatFormat detect_chat_format(const std::string& model_dir);
-// detect_chat_format, and each of the format's special tokens (Llama3: <|begin_of_text|>, <|start_header_id|>,
-// <|end_header_id|>, <|eot_id|>; ChatML: <|im_start|>, <|im_end|>; Llama2: <s>, </s>; Kimi: <|im_system|>,
-// <|im_user|>, <|im_assistant|>, <|im_middle|>, <|im_end|>) must encode to one token of
-// `tokenizer`: an Error naming the missing token otherwise (a template from another model would be tokenized as text).
-ChatFormat chat_format_for(const std::string& model_dir, const Tokenizer& tokenizer);
-
-// The prompt for `messages` followed by the generation prompt (where the format has one). Encode the result with
-// add_bos=false: it carries BOS itself where the format has one.
-//   Llama3: "<|begin_of_text|>" + per message "<|start_header_id|>ROLE<|end_header_id|>\n\n" + trimmed content +
-//           "<|eot_id|>", then "<|start_header_id|>assistant<|end_header_id|>\n\n". (Llama 3.0 form: the 3.1
-//           "Cutting Knowledge Date" system preamble is not added.)
-//   ChatML: per message "<|im_start|>ROLE\nCONTENT<|im_end|>\n", then "<|im_start|>assistant\n". No default
-//           system message is injected.
-//   Llama2: "<s>[INST] <<SYS>>\nSYSTEM\n<</SYS>>\n\nUSER [/INST] ASSISTANT </s><s>[INST] USER [/INST]" with user
-//           and assistant content trimmed; an optional system message first, then strictly alternating user and
-//           assistant messages (Error otherwise). The template has no generation prompt: the text ends at [/INST].
-//   Kimi:   per message "<|im_user|>user<|im_middle|>CONTENT<|im_end|>" (assistant: <|im_assistant|>; system, tool
-//           and other roles: <|im_system|>), then "<|im_assistant|>assistant<|im_middle|>". When the first message
-//           is not a system message, "<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by
-//           Moonshot AI.<|im_end|>" comes first, as Kimi-K2-Instruct's template does. No BOS; tools not rendered.
-std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages);
-
-// The same conversation without the generation prompt, in pieces whose concatenation is the text: each assistant
-// turn's content with its end-of-turn marker is one piece marked `trained` (what a drafter is trained to predict).
 struct ChatPiece {
   std::string text;
   bool trained = false;
 };
-std::vector<ChatPiece> chat_pieces(ChatFormat format, const std::vector<ChatMessage>& messages);
 
-const char* chat_format_name(ChatFormat format);
-// The token that ends an assistant turn: <|eot_id|>, <|im_end|>, </s>, <|im_end|>.
-const char* chat_end_of_turn(ChatFormat format);
+class ChatTemplate {
+ public:
+  // The template of a model folder: `template_file` when given (--chat-template-file), else DIR/chat_template.jinja,
+  // else DIR/tokenizer_config.json "chat_template" (a string, or the list entry named "default"). Special tokens
+  // (bos_token, eos_token, unk_token, pad_token, ...) come from DIR/tokenizer_config.json, then
+  // DIR/special_tokens_map.json, as strings or AddedToken objects {"content": ...}; null ones stay undefined.
+  // Throws eaglet::Error naming the file when there is no template or it does not parse.
+  static ChatTemplate load(const std::string& model_dir, const std::string& template_file = "");
+  // A template given as text (`name` prefixes its errors), with these special tokens (e.g. {"bos_token": "<s>"}).
+  static ChatTemplate from_text(const std::string& text, const std::string& name, const ChatJson& special_tokens);
+
+  // The text for `messages` (a JSON array of message objects, as the OpenAI API and HF take them). `variables` adds
+  // render variables: tools, documents, chat_template_kwargs such as enable_thinking (they override special tokens).
+  // Throws jinja::TemplateRaised when the template rejects the conversation, eaglet::Error for anything else.
+  std::string render(const ChatJson& messages, bool add_generation_prompt,
+                     const ChatJson& variables = ChatJson::object()) const;
+
+  // The conversation without a generation prompt, in pieces whose concatenation is render(messages, false): each
+  // assistant message's text as the template writes it (what follows the prompt rendered for the messages before it,
+  // up to the render through it, end-of-turn marker included, trailing whitespace not) is one piece marked
+  // `trained`. Throws eaglet::Error when the renders of the shorter conversations are not prefixes of the whole one
+  // (the template rewrites earlier turns), naming the message.
+  std::vector<ChatPiece> pieces(const ChatJson& messages, const ChatJson& variables = ChatJson::object()) const;
+
+  // The text that ends an assistant turn, as the template writes it after the content ("<|eot_id|>", "<|im_end|>",
+  // "</s>"), found by rendering a probe conversation; "" when the template rejects the probe.
+  std::string end_of_turn() const;
+
+  // Every special-token-like marker (<|...|>, <｜...｜>, <s>-style tags) in a probe render must encode to one token of
+  // `tokenizer`: an Error naming the marker and the tokenizer file otherwise (a template from another model would be
+  // tokenized as text).
+  void check_markers(const Tokenizer& tokenizer, const std::string& tokenizer_file) const;
+
+  // Bounds on each render (the defaults suit real conversations; the fuzzer tightens them).
+  void set_limits(const jinja::Limits& limits) { options_.limits = limits; }
+
+  const std::string& source() const { return source_; }  // the file the template came from
+  const std::string& text() const { return text_; }
+
+ private:
+  std::shared_ptr<const jinja::Template> template_;
+  jinja::Dict special_tokens_;
+  jinja::RenderOptions options_;
+  std::string source_, text_;
+};
 
 }  // namespace eaglet

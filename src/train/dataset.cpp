@@ -38,16 +38,15 @@ TrainingRow tokenize_pieces(const std::vector<ChatPiece>& pieces, const Tokenize
   return row;
 }
 
-std::vector<ChatMessage> parse_messages(const nlohmann::json& j, const std::string& where) {
+// A row's messages in their written key order: each {"role": string, "content": string, ...}.
+ChatJson parse_messages(const std::string& line, const std::string& where) {
+  const ChatJson j = ChatJson::parse(line)["messages"];
   if (!j.is_array() || j.empty()) fail(where, ": 'messages' must be a non-empty list of {role, content}");
-  std::vector<ChatMessage> out;
-  for (const auto& m : j) {
+  for (const auto& m : j)
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
         !m["content"].is_string())
       fail(where, ": every message needs string fields 'role' and 'content', found ", m.dump().substr(0, 200));
-    out.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
-  }
-  return out;
+  return j;
 }
 
 // {"prompt", "completion"}: the completion is trained. Regenerated, the completion is the target's own tokens after
@@ -84,7 +83,7 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
                                              const DatasetOptions& options) {
   std::istringstream in(text);
   std::vector<TrainingRow> rows;
-  std::optional<ChatFormat> format;
+  std::optional<ChatTemplate> chat;  // read at the first messages row
   std::string line;
   int64_t line_no = 0, tokens = 0;
   while ((options.max_tokens <= 0 || tokens < options.max_tokens) && std::getline(in, line)) {
@@ -99,14 +98,23 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
       row.ids = tokenizer.encode(j["text"].get<std::string>(), tokenizer.adds_bos());
       row.loss_mask.assign(row.ids.size(), 1);
     } else if (j.is_object() && j.contains("messages")) {
-      if (!format) format = chat_format_for(model_dir, tokenizer);
-      std::vector<ChatMessage> messages = parse_messages(j["messages"], where);
+      if (!chat) {
+        chat = ChatTemplate::load(model_dir, options.chat_template_file);
+        chat->check_markers(tokenizer, model_dir);
+      }
+      ChatJson messages = parse_messages(line, where);
       if (options.regenerate)
         for (size_t i = 0; i < messages.size(); ++i)
-          if (messages[i].role == "assistant")
-            messages[i].content =
-                options.regenerate({messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i)});
-      row = tokenize_pieces(chat_pieces(*format, messages), tokenizer, /*add_bos=*/false);
+          if (messages[i]["role"] == "assistant")
+            messages[i]["content"] =
+                options.regenerate(ChatJson(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(i)));
+      std::vector<ChatPiece> pieces;
+      try {
+        pieces = chat->pieces(messages);
+      } catch (const Error& e) {  // the template refuses the conversation (raise_exception) or fails on it
+        fail(where, ": ", e.what());
+      }
+      row = tokenize_pieces(pieces, tokenizer, /*add_bos=*/false);
     } else if (j.is_object() && j.contains("prompt")) {
       row = prompt_row(j, where, tokenizer, options);
     } else {

@@ -2,8 +2,9 @@
 // Training rows from a JSONL file, tokenized as the target will see them, with the loss mask a drafter trains on:
 //   {"text": "..."}                 plain text (BOS as the tokenizer adds it): every token is trained
 //   {"prompt": "...", "completion": "..."}  plain text, the prompt then the completion: only the completion is trained
-//   {"messages": [{"role", "content"}, ...]}  a conversation in the target's chat format (no generation prompt):
-//                                   only assistant turns (content and end-of-turn marker) are trained
+//   {"messages": [{"role", "content"}, ...]}  a conversation rendered by the target's chat template (no generation
+//                                   prompt): only assistant turns (as the template writes them, end-of-turn marker
+//                                   included) are trained (ChatTemplate::pieces)
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -21,7 +22,7 @@ struct TrainingRow {
 
 // A new assistant reply to a conversation that ends with a user turn (`eaglet extract --regenerate`: the target's
 // own answers, the data that matters most for acceptance).
-using ReplyWriter = std::function<std::string(const std::vector<ChatMessage>& context)>;
+using ReplyWriter = std::function<std::string(const ChatJson& context)>;
 
 // The target's own continuation of a prompt's tokens (`--regenerate` on {"prompt"} rows).
 using PromptContinuer = std::function<std::vector<int32_t>(const std::vector<int32_t>& prompt)>;
@@ -31,6 +32,7 @@ struct DatasetOptions {
   ReplyWriter regenerate;           // set: every assistant turn is replaced by its reply to the turns before it
   PromptContinuer continue_prompt;  // set: every prompt row's completion is the target's continuation
   int64_t max_tokens = 0;  // > 0: reading stops once the rows hold this many tokens (later rows are not regenerated)
+  std::string chat_template_file;  // --chat-template-file: renders messages rows instead of the model's template
 };
 
 // Every row of `text`, the contents of `path` (named in errors), in order. A malformed line is an Error naming

@@ -218,14 +218,14 @@ SamplingParams reply_sampling(const ExtractOptions& o, uint64_t order) {
 // The target's reply to a conversation, in its chat format, until its end-of-turn or EOS token.
 ReplyWriter reply_writer(Transformer& target, const Tokenizer& tokenizer, const ExtractOptions& o,
                          std::shared_ptr<Replies> replies) {
-  auto format = std::make_shared<std::optional<ChatFormat>>();  // looked up at the first chat row
-  return [&target, &tokenizer, o, replies, format](const std::vector<ChatMessage>& context) {
-    if (!format->has_value()) *format = chat_format_for(o.model_dir, tokenizer);
+  auto chat = std::make_shared<std::optional<ChatTemplate>>();  // read at the first chat row
+  return [&target, &tokenizer, o, replies, chat](const ChatJson& context) {
+    if (!chat->has_value()) *chat = ChatTemplate::load(o.model_dir, o.chat_template_file);
     const std::vector<int32_t> reply = replies->next([&] {
       GenerationLimits limits = regenerate_limits(target, o);
-      const std::vector<int32_t> eot = tokenizer.encode(chat_end_of_turn(**format), false);
+      const std::vector<int32_t> eot = tokenizer.encode((*chat)->end_of_turn(), false);
       if (eot.size() == 1) limits.stop_ids.push_back(eot[0]);
-      const std::vector<int32_t> prompt = tokenizer.encode(render_chat(**format, context), false);
+      const std::vector<int32_t> prompt = tokenizer.encode((*chat)->render(context, true), false);
       return generate_plain(target, prompt, reply_sampling(o, replies->count()), limits).tokens;
     });
     return tokenizer.decode(reply, /*skip_special=*/true);
@@ -268,7 +268,16 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   const std::string data = read_file(o.data_file);  // read once: parsed here, hashed for the manifest
   std::vector<int> sorted_aux = aux;
   std::sort(sorted_aux.begin(), sorted_aux.end());
+  nlohmann::json chat_template;  // what renders messages rows: a template changed since is other data
+  try {
+    const ChatTemplate t = ChatTemplate::load(o.model_dir, o.chat_template_file);
+    chat_template = {{"source", fs::absolute(t.source()).lexically_normal().string()},
+                     {"fnv1a64", std::to_string(fnv1a(t.text()))}};
+  } catch (const Error&) {
+    if (!o.chat_template_file.empty()) throw;  // named by the user: it must load
+  }
   const nlohmann::json settings = {
+      {"chat_template", chat_template},
       {"target", fs::absolute(o.model_dir).lexically_normal().string()},
       {"target_model_type", c.model_type},
       {"target_hidden_size", c.hidden_size},
@@ -302,7 +311,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
                       nlohmann::json{{"format", "eaglet-extract/1"}, {"settings", settings}}.dump(2) + "\n");
   }
 
-  DatasetOptions dataset{o.max_length, {}, {}, o.max_tokens};
+  DatasetOptions dataset{o.max_length, {}, {}, o.max_tokens, o.chat_template_file};
   std::shared_ptr<Replies> replies;
   if (o.regenerate) {
     replies = std::make_shared<Replies>(fs::path(o.out_dir) / "replies.jsonl", c.vocab_size, o.progress);

@@ -27,10 +27,11 @@ namespace eaglet {
 
 struct ExtractOptions {
   std::string model_dir, data_file, out_dir;
-  LoadOptions load;             // how the target's checkpoint is read
-  std::vector<int> aux_layers;  // HF hidden_states ids; empty: [2, L/2, L-3]
-  int64_t max_tokens = 0;       // 0: the whole file
-  int64_t max_length = 2048;    // per row
+  std::string chat_template_file;  // --chat-template-file: renders messages rows instead of the model's template
+  LoadOptions load;                // how the target's checkpoint is read
+  std::vector<int> aux_layers;     // HF hidden_states ids; empty: [2, L/2, L-3]
+  int64_t max_tokens = 0;          // 0: the whole file
+  int64_t max_length = 2048;       // per row
   int64_t rows_per_shard = 64;
   int64_t draft_vocab = 0;  // 0: min(32000, target vocab)
   int prefill_batch = 256;

@@ -497,9 +497,11 @@ TEST(BadInputCli, NulBytesInJsonAreRefused) {
 TEST(BadInputCli, MismatchedFoldersAreNamed) {
   const std::string dir = test::temp_dir("cli_chat_markers");
   fs::copy(tiny("llama_fp32"), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  test::write_file(dir + "/chat_template.jinja", "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}");
+  test::write_file(dir + "/chat_template.jinja",
+                   "{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>' }}"
+                   "{% endfor %}");
   expect_clean_failure(run_command(eaglet("generate --chat -m " + dir + " -p hi -n 2")), 1,
-                       "needs the special token <|begin_of_text|>");
+                       "writes <|start_header_id|>, which this tokenizer does not have as one token");
   const std::string target = tiny("llama_fp32");
   expect_clean_failure(run_command(eaglet("generate -m " + target + " -d " + target + " -p hi")), 1,
                        "this is a target model (architectures: LlamaForCausalLM), not an EAGLE-3 drafter");

@@ -292,8 +292,17 @@ TEST(DoctorGallery, TrainedOnAnotherChatTemplate) {
        "{{ message['content'] }}<|eot_id|>{% endfor %}"}};
   const Report r = run(make_drafter("chat_template", "exact_echo", {}, {{"tokenizer_config.json", llama3.dump()}}));
   EXPECT_TRUE(has(r, "chat template", Verdict::Warn));
-  EXPECT_NE(r.find("chat template")->reason.find("(llama3) other than the target's (chatml)"), std::string::npos)
-      << r.find("chat template")->reason;
+  const std::string& reason = r.find("chat template")->reason;
+  EXPECT_NE(reason.find("renders a user turn other than the target's"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("<|start_header_id|>user<|end_header_id|>"), std::string::npos) << reason;  // the difference
+  // The same template in another spelling renders the same text: no warning.
+  const nlohmann::json target_config =
+      nlohmann::json::parse(read_file(fixtures_dir() + "/" + kEchoTarget + "/tokenizer_config.json"));
+  const nlohmann::json respelled = {{"chat_template", target_config["chat_template"].get<std::string>() + "{# x #}"},
+                                    {"bos_token", target_config.value("bos_token", nlohmann::json())}};
+  const Report same =
+      run(make_drafter("chat_template_same", "exact_echo", {}, {{"tokenizer_config.json", respelled.dump()}}));
+  EXPECT_TRUE(has(same, "chat template", Verdict::Pass)) << same.find("chat template")->reason;
 }
 
 // A speculators config without norm_before_residual: eaglet reads false, the drafter was trained with true. Step 0

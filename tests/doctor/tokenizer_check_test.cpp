@@ -27,7 +27,7 @@ std::string tiktoken_dir(const std::string& name, const std::string& extra_ranks
 
 doctor::Check tokenizer_check(const std::string& drafter, const std::string& target) {
   doctor::Report r;
-  doctor::check_tokenizer_files(drafter, target, r);
+  doctor::check_tokenizer_files(drafter, target, "", r);
   const doctor::Check* c = r.find("tokenizer");
   EXPECT_NE(c, nullptr);
   return c != nullptr ? *c : doctor::Check{};

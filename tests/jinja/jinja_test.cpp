@@ -102,6 +102,17 @@ TEST(Jinja, RendersAreBounded) {
             "t.jinja:1:4: range() of 1000000 items is larger than 100000 (the sandbox's limit)");
   EXPECT_EQ(error_of("{{ " + std::string(300, '(') + "1" + std::string(300, ')') + " }}"),
             "t.jinja:1:103: the template nests deeper than 200 levels");
+  RenderOptions little_work;
+  little_work.limits.max_work = 1 << 20;  // a list grown by copying: quadratic work
+  EXPECT_EQ(error_of("{% set ns = namespace(l=[]) %}{% for i in range(20000) %}{% set ns.l = ns.l + [i] %}"
+                     "{% endfor %}",
+                     little_work),
+            "t.jinja:1:72: the template built more than 1048576 bytes and items (strings and lists) in one render");
+  EXPECT_EQ(error_of("{% set ns = namespace(x=1) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}{% endfor %}"
+                     "{{ ns.x }}"),
+            "t.jinja:1:91: a value nests lists and dicts deeper than 256 levels");
+  EXPECT_EQ(error_of("{{ '' * 4000000000000000000 }}|{{ 'ab' * 4611686018427387904 }}"),
+            "t.jinja:1:35: string repetition: the result is larger than the output limit");
   EXPECT_EQ(error_of("{{ 2 ** 64 }}"), "t.jinja:1:4: integer overflow (the template engine's integers are 64-bit)");
   EXPECT_EQ(render("{{ 1 ** 4000000000000000000 }} {{ (-1) ** 4000000000000000001 }}"), "1 -1");
 }

@@ -44,8 +44,8 @@ TEST(Request, ParsesTypedFields) {
           {"type":"text","text":"b"}]}],"max_completion_tokens":3})",
       Endpoint::Chat, 100);
   ASSERT_EQ(chat.messages.size(), 2u);
-  EXPECT_EQ(chat.messages[0].role, "system");
-  EXPECT_EQ(chat.messages[1].content, "ab");
+  EXPECT_EQ(chat.messages[0]["role"], "system");
+  EXPECT_EQ(chat.messages[1]["content"], "a\nb");  // text parts joined as vLLM joins them
   EXPECT_EQ(*chat.max_tokens, 3);
 }
 
@@ -102,7 +102,7 @@ TEST(Request, BadFieldsNameTheField) {
   EXPECT_THAT(error_of("[1]").what(), HasSubstr("must be a JSON object, found an array"));
   const ApiError role = error_of(R"({"messages":[{"role":"wizard","content":"x"}]})", Endpoint::Chat);
   EXPECT_EQ(role.param, "messages[0].role");
-  EXPECT_THAT(role.what(), HasSubstr("'wizard'; expected system, developer, user or assistant"));
+  EXPECT_THAT(role.what(), HasSubstr("'wizard'; expected system, developer, user, assistant or tool"));
   EXPECT_EQ(error_of(R"({"messages":[]})", Endpoint::Chat).param, "messages");
   const char* chat = R"({"messages":[{"role":"user","content":"x"}],)";
   EXPECT_THAT(error_of(std::string(chat) + R"("top_logprobs":2})", Endpoint::Chat).what(),

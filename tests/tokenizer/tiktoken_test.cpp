@@ -133,22 +133,24 @@ TEST(Tiktoken, PatternTranslation) {
   EXPECT_THROW(tok::tiktoken_pattern_to_pcre2(R"([^\S])"), std::invalid_argument);
 }
 
-TEST(Tiktoken, KimiChatFormat) {
+// The Kimi-K2 format (tests/jinja/templates/kimi_k2_style.jinja) over the Kimi-layout tokenizer: its markers are
+// special tokens, and the text is what eaglet's former hand-written Kimi format wrote.
+TEST(Tiktoken, KimiChatTemplate) {
   const std::string dir = oracle().at("dir");
-  EXPECT_EQ(chat_format_for(dir, kimi()), ChatFormat::Kimi);
-  EXPECT_EQ(render_chat(ChatFormat::Kimi, {{"system", "Be brief."}, {"user", "2+2?"}}),
+  const ChatTemplate chat = ChatTemplate::load(dir, test::oracle_dir() + "/../jinja/templates/kimi_k2_style.jinja");
+  chat.check_markers(kimi(), dir);
+  EXPECT_EQ(chat.render(ChatJson::parse(R"([{"role": "system", "content": "Be brief."},
+                                            {"role": "user", "content": "2+2?"}])"),
+                        true),
             "<|im_system|>system<|im_middle|>Be brief.<|im_end|><|im_user|>user<|im_middle|>2+2?<|im_end|>"
             "<|im_assistant|>assistant<|im_middle|>");
-  EXPECT_EQ(render_chat(ChatFormat::Kimi, {{"user", "hi"}, {"assistant", "hello"}, {"tool", "{}"}}),
-            "<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI.<|im_end|>"
-            "<|im_user|>user<|im_middle|>hi<|im_end|><|im_assistant|>assistant<|im_middle|>hello<|im_end|>"
-            "<|im_system|>tool<|im_middle|>{}<|im_end|><|im_assistant|>assistant<|im_middle|>");
-  const auto pieces = chat_pieces(ChatFormat::Kimi, {{"user", "hi"}, {"assistant", "hello"}});
-  ASSERT_EQ(pieces.size(), 5u);
-  EXPECT_EQ(pieces[4].text, "hello<|im_end|>");
-  EXPECT_TRUE(pieces[4].trained);
-  EXPECT_EQ(std::string(chat_end_of_turn(ChatFormat::Kimi)), "<|im_end|>");
-  const auto ids = kimi().encode(render_chat(ChatFormat::Kimi, {{"user", "hi"}}), false);
+  const std::vector<ChatPiece> pieces =
+      chat.pieces(ChatJson::parse(R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])"));
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[1].text, "hello<|im_end|>");
+  EXPECT_TRUE(pieces[1].trained);
+  EXPECT_EQ(chat.end_of_turn(), "<|im_end|>");
+  const auto ids = kimi().encode(chat.render(user_conversation("hi"), true), false);
   EXPECT_EQ(ids.front(), ranks() + 10);  // <|im_system|>
   EXPECT_EQ(ids.back(), ranks() + 17);   // <|im_middle|>
 }

@@ -130,8 +130,8 @@ TEST(Extract, LossMaskCoversAssistantTurnsOnly) {
     trained.back() += tok.decode({&chat.ids[i], 1});
   }
   EXPECT_EQ(trained, (std::vector<std::string>{"hello, how can I help?<|im_end|>", "use a + b<|im_end|>"}));
-  EXPECT_EQ(tok.decode(chat.ids),
-            "<|im_start|>user\nhi there 0<|im_end|>\n<|im_start|>assistant\nhello, how can I "
+  EXPECT_EQ(tok.decode(chat.ids),  // the template writes {{ bos_token }} first
+            "<s><|im_start|>user\nhi there 0<|im_end|>\n<|im_start|>assistant\nhello, how can I "
             "help?<|im_end|>\n<|im_start|>user\nadd two numbers<|im_end|>\n<|im_start|>"
             "assistant\nuse a + b<|im_end|>\n");
 }
@@ -155,6 +155,11 @@ TEST(Extract, TokenBudgetAndResume) {
   o.aux_layers = {1, 2, 3};
   EXPECT_THAT(test::error_of([&] { run_extract(o); }),
               AllOf(HasSubstr("manifest.json"), HasSubstr("other settings"), HasSubstr("aux_layers")));
+  o.aux_layers = {};
+  test::write_file(dir + "/other.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
+  o.chat_template_file = dir + "/other.jinja";  // messages rows would render otherwise
+  EXPECT_THAT(test::error_of([&] { run_extract(o); }),
+              AllOf(HasSubstr("other settings"), HasSubstr("chat_template"), HasSubstr("other.jinja")));
 }
 
 // --regenerate: every assistant turn becomes the target's own reply (here greedy) to the turns before it, trained
@@ -167,13 +172,14 @@ TEST(Extract, RegenerateUsesTheTargetsOwnReplies) {
   ExtractOptions o = options(tiny("qwen3_fp32"), data, dir + "/out");
   o.regenerate = true;
   o.regenerate_max_tokens = 12;
-  std::vector<std::vector<ChatMessage>> contexts;
+  std::vector<ChatJson> contexts;
+  const ChatTemplate chat_template = ChatTemplate::load(tiny("qwen3_fp32"));
   DatasetOptions d;
-  d.regenerate = [&](const std::vector<ChatMessage>& context) {
+  d.regenerate = [&](const ChatJson& context) {
     contexts.push_back(context);
     GenerationLimits limits{12, 0, target->config().eos_token_ids, 256};
     limits.stop_ids.push_back(tok.encode("<|im_end|>", false).at(0));
-    const auto prompt = tok.encode(render_chat(ChatFormat::ChatML, context), false);
+    const auto prompt = tok.encode(chat_template.render(context, true), false);
     return tok.decode(generate_plain(*target, prompt, {}, limits).tokens, true);
   };
   const auto want = read_training_rows(data, tok, tiny("qwen3_fp32"), d);
