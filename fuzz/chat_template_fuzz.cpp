@@ -42,10 +42,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_output_bytes = 1 << 20;
   limits.max_loop_iterations = 20000;
   limits.max_work = 1 << 20;
+  const ChatJson messages = messages_of(messages_json);  // (clang: a lambda cannot capture a structured binding)
   fuzz::expect_clean([&] {
     ChatTemplate chat = ChatTemplate::load(dir);
     chat.set_limits(limits);
-    check_template(chat, messages_of(messages_json));
+    check_template(chat, messages);
   });
   return 0;
 }

@@ -69,6 +69,11 @@ class Renderer {
   Renderer(const std::string& name, const RenderOptions& options)
       : name_(name), options_(options), budget_(options.limits) {}
 
+  // A namespace may be given itself (`set ns.me = ns`): the cycle is cut when the render ends.
+  ~Renderer() {
+    for (Value& ns : assigned_namespaces_) ns.mapping() = Dict();
+  }
+
   std::string run(const Body& body, const Dict& variables) {
     auto root = std::make_shared<Scope>();
     for (const auto& [k, v] : variables.entries())
@@ -126,6 +131,7 @@ class Renderer {
           if (!ns || ns->kind() != Value::Kind::Namespace)
             error_at(s.at, "cannot assign attribute on non-namespace object '" + s.targets[0] + "'");
           ns->mapping().set(s.attribute, std::move(v));
+          assigned_namespaces_.push_back(*ns);
         } else {
           assign(s.target, std::move(v), *scope, s.at);
         }
@@ -137,9 +143,9 @@ class Renderer {
         scope->vars[s.targets[0]] = apply_filters(s.filters, Value(std::move(text)), scope);
         return Flow::Normal;
       }
-      case Stmt::Kind::Macro: scope->vars[s.targets[0]] = macro(s, scope, nullptr); return Flow::Normal;
+      case Stmt::Kind::Macro: scope->vars[s.targets[0]] = macro(s, scope); return Flow::Normal;
       case Stmt::Kind::CallBlock: {
-        const Value caller = macro(s, scope, nullptr, "caller");
+        const Value caller = macro(s, scope, "caller");
         append(out, py::str(eval_call(*s.expr, scope, &caller)), s.at);
         return Flow::Normal;
       }
@@ -219,9 +225,13 @@ class Renderer {
   }
 
   // A macro (or a call block's body as `caller`): a function rendering the body in a scope over the defining one.
-  Value macro(const Stmt& s, const ScopePtr& defining, const Value* /*unused*/, const std::string& name = "") {
+  // It holds that scope weakly: the scope holds the macro, and a cycle of shared pointers would never be freed.
+  Value macro(const Stmt& s, const ScopePtr& defining_scope, const std::string& name = "") {
     const std::string macro_name = name.empty() ? s.targets[0] : name;
-    return Value::function(macro_name, [this, &s, defining, macro_name](Args& args) {
+    const std::weak_ptr<Scope> weak = defining_scope;
+    return Value::function(macro_name, [this, &s, weak, macro_name](Args& args) {
+      const ScopePtr defining = weak.lock();
+      if (!defining) fail("macro '", macro_name, "' is called after the block that defined it ended");
       if (++depth_ > options_.limits.max_call_depth)
         error_at(s.at, "macro calls nest deeper than " + std::to_string(options_.limits.max_call_depth));
       struct Leave {
@@ -415,6 +425,7 @@ class Renderer {
   const std::string& name_;
   const RenderOptions& options_;
   Budget budget_;
+  std::vector<Value> assigned_namespaces_;
   int64_t iterations_ = 0;
   int depth_ = 0;
 };

@@ -52,6 +52,8 @@ const Value* Dict::find(const std::string& key) const {
   return nullptr;
 }
 
+size_t Dict::size() const { return entries_.size(); }
+
 void Dict::set(Value key, Value value) {
   check_hashable(key);
   for (auto& [k, v] : entries_)

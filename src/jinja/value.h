@@ -28,7 +28,7 @@ class Dict {
   const Value* find(const Value& key) const;
   const Value* find(const std::string& key) const;
   void set(Value key, Value value);  // throws eaglet::Error for an unhashable key (a list or dict)
-  size_t size() const { return entries_.size(); }
+  size_t size() const;
   const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
 
  private:
