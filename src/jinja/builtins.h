@@ -1,7 +1,7 @@
 #pragma once
 // What expressions do to values, as jinja2 in Hugging Face's immutable sandbox does it: attribute and item lookup
-// (bound str/dict/list methods, mutating ones refused), slicing, iteration, `in`, the operators, and the filters,
-// tests and global functions templates call.
+// (bound str/dict/list methods, mutating ones refused), slicing, iteration and `in` (lookup.cpp); the operators, the
+// work budget and the global functions (operators.cpp); the filters and tests templates call (filters.cpp).
 #include <string>
 #include <vector>
 

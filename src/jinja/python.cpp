@@ -447,6 +447,30 @@ std::string title(const std::string& s) {
   return encode(out);
 }
 
+bool has_only_case(const std::string& s, bool upper) {
+  bool cased = false;
+  for (char32_t c : decode(s)) {
+    const std::string one = encode(std::u32string(1, c));
+    const bool is_upper = lower(one) != one, is_lower = py::upper(one) != one;
+    if (is_upper || is_lower) cased = true;
+    if (upper ? is_lower : is_upper) return false;
+  }
+  return cased;
+}
+
+std::string pad(const std::string& s, int64_t width, const std::string& fill, int where) {
+  const int64_t len = int64_t(length(s));
+  if (width > int64_t(1) << 24) fail("a padding width of ", width, " is larger than 16777216");
+  if (width <= len) return s;
+  const int64_t total = width - len;
+  const int64_t left = where < 0 ? 0 : where > 0 ? total : total / 2 + (total & width & 1);
+  std::string out;
+  for (int64_t i = 0; i < left; ++i) out += fill;
+  out += s;
+  for (int64_t i = 0; i < total - left; ++i) out += fill;
+  return out;
+}
+
 std::string strip(const std::string& s, const std::optional<std::string>& chars, bool left, bool right) {
   const std::u32string text = decode(s);
   std::optional<std::u32string> set;

