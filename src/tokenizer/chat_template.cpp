@@ -150,6 +150,7 @@ std::vector<ChatPiece> ChatTemplate::pieces(const ChatJson& messages, const Chat
     const std::string prompt = render(before, true, variables), turn = render(through, false, variables);
     prefixes_hold = full.compare(0, turn.size(), turn) == 0 && turn.compare(0, prompt.size(), prompt) == 0 &&
                     (spans.empty() || prompt.size() >= spans.back().end);
+    if (!prefixes_hold) break;
     const size_t kept = jinja::py::strip(turn.substr(prompt.size()), std::nullopt, false, true).size();
     spans.push_back({prompt.size(), prompt.size() + kept});
   }
