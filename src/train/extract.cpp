@@ -330,6 +330,10 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   }
   sum.rows = static_cast<int64_t>(rows.size());
   sum.shards = (sum.rows + o.rows_per_shard - 1) / o.rows_per_shard;
+  if (sum.trained_tokens == 0)  // shards a trainer could not learn from: refused before they are written
+    fail(o.data_file, ": no token would be trained (", sum.rows, " rows, ", sum.tokens,
+         " tokens, every loss mask empty): messages rows train only their assistant turns and prompt rows only their "
+         "completion; add assistant turns or completions, or use {\"text\": ...} rows");
 
   nlohmann::json manifest = {
       {"format", "eaglet-extract/1"},         {"settings", settings}, {"rows", sum.rows}, {"tokens", sum.tokens},

@@ -162,6 +162,20 @@ TEST(Extract, TokenBudgetAndResume) {
               AllOf(HasSubstr("other settings"), HasSubstr("chat_template"), HasSubstr("other.jinja")));
 }
 
+// An extraction that would train nothing (no assistant turn, empty completions) is an error naming why, before any
+// shard is written.
+TEST(Extract, NothingToTrainIsAnError) {
+  const std::string dir = test::temp_dir("extract_nothing_trained");
+  test::write_file(dir + "/rows.jsonl", R"({"messages": [{"role": "user", "content": "hi"}]})"
+                                        "\n"
+                                        R"({"prompt": "def f():", "completion": ""})"
+                                        "\n");
+  const ExtractOptions o = options(tiny("qwen3_fp32"), dir + "/rows.jsonl", dir + "/out");
+  EXPECT_THAT(test::error_of([&] { run_extract(o); }),
+              AllOf(HasSubstr("rows.jsonl: no token would be trained (2 rows"), HasSubstr("assistant turns")));
+  EXPECT_FALSE(fs::exists(dir + "/out/shard-00000.safetensors"));
+}
+
 // --regenerate: every assistant turn becomes the target's own reply (here greedy) to the turns before it, trained
 // as before; the same rows again on a rerun.
 TEST(Extract, RegenerateUsesTheTargetsOwnReplies) {
@@ -270,10 +284,13 @@ TEST(Extract, ResumedRegenerationReusesTheKeptReplies) {
         << bad;
   }
 
-  // A token budget the first row fills: only its reply is made.
+  // A token budget the first row fills (its prompt and two reply tokens): only its reply is made.
   o.out_dir = dir + "/budget";
-  o.max_tokens = 3;
-  EXPECT_EQ(run_extract(o).tokens, 3);
+  const Tokenizer tok = Tokenizer::load(tiny("llama_fp32"));
+  o.max_tokens = static_cast<int64_t>(tok.encode("def add(a, b):\n", tok.adds_bos()).size()) + 2;
+  const ExtractSummary budget = run_extract(o);
+  EXPECT_EQ(budget.tokens, o.max_tokens);
+  EXPECT_EQ(budget.trained_tokens, 2);
   const std::string budget_replies = test::read_file(dir + "/budget/replies.jsonl");
   EXPECT_EQ(std::count(budget_replies.begin(), budget_replies.end(), '\n'), 1);
 }
