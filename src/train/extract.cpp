@@ -307,6 +307,13 @@ ExtractSummary run_extract(const ExtractOptions& o) {
              old.contains("settings") ? old["settings"].value(key, nlohmann::json()).dump() : "none", " here, ",
              value.dump(), " now); use another --out or remove it");
   } else {  // the settings first: the replies regenerated into this folder belong to them
+    // Shards or replies without the manifest that names their settings would be taken over as this run's.
+    for (const auto& entry : fs::directory_iterator(o.out_dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("shard-", 0) == 0 || name == "replies.jsonl")
+        fail(entry.path().string(), ": this folder holds extraction output but no manifest.json naming its settings; ",
+             "it cannot be resumed or told apart from this run's: use another --out or remove the folder");
+    }
     write_file_atomic(manifest_path.string(),
                       nlohmann::json{{"format", "eaglet-extract/1"}, {"settings", settings}}.dump(2) + "\n");
   }

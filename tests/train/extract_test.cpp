@@ -155,7 +155,13 @@ TEST(Extract, TokenBudgetAndResume) {
   o.aux_layers = {1, 2, 3};
   EXPECT_THAT(test::error_of([&] { run_extract(o); }),
               AllOf(HasSubstr("manifest.json"), HasSubstr("other settings"), HasSubstr("aux_layers")));
+  fs::remove(dir + "/out/manifest.json");  // shards left without the settings they were made with
+  EXPECT_THAT(test::error_of([&] { run_extract(o); }),
+              AllOf(HasSubstr("/out/shard-0000"), HasSubstr("no manifest.json"), HasSubstr("use another --out")));
+  EXPECT_TRUE(fs::exists(shard1)) << "nothing is overwritten";
+  fs::remove_all(dir + "/out");
   o.aux_layers = {};
+  ASSERT_EQ(run_extract(o).shards_skipped, 0);
   test::write_file(dir + "/other.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
   o.chat_template_file = dir + "/other.jinja";  // messages rows would render otherwise
   EXPECT_THAT(test::error_of([&] { run_extract(o); }),
