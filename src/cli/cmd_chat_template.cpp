@@ -23,6 +23,7 @@ int run_chat_template(const ChatTemplateArgs& a) {
   const std::string text = read_file(a.messages_file);
   ChatJson messages = ChatJson::parse(text, nullptr, /*allow_exceptions=*/false);
   if (messages.is_discarded()) fail(a.messages_file, ": not valid JSON");
+  check_chat_json_depth(messages, a.messages_file);
   if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];  // a request body
   if (!messages.is_array()) fail(a.messages_file, ": expected a JSON list of messages (or {\"messages\": [...]})");
   ChatJson special = ChatJson::object();

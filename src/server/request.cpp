@@ -181,6 +181,11 @@ std::vector<int32_t> token_ids(const json& j, const std::string& param, int64_t 
 
 ChatJson chat_messages(const ChatJson& j, const std::string& param) {
   if (!j.is_array()) wrong_type(param, "an array of messages", j);
+  try {
+    check_chat_json_depth(j, param);
+  } catch (const Error& e) {
+    bad_request(param, e.what());
+  }
   if (j.empty()) bad_request(param, "'" + param + "' must hold at least one message");
   ChatJson out = ChatJson::array();
   for (size_t i = 0; i < j.size(); ++i) {
@@ -205,7 +210,8 @@ ChatJson chat_messages(const ChatJson& j, const std::string& param) {
         if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
             !part["text"].is_string())
           bad_request(pp, "'" + pp + "' must be {\"type\": \"text\", \"text\": ...} (only text parts are supported)");
-        text += (k ? "\n" : "") + part["text"].get<std::string>();
+        if (k > 0) text += '\n';
+        text += part["text"].get<std::string>();
       }
       m["content"] = text;
     } else if (!content->is_string()) {
@@ -224,6 +230,11 @@ ChatJson chat_tools(const ChatJson& j) {
   const ChatJson* tools = field(j, "tools");
   if (!tools) return ChatJson();
   if (!tools->is_array()) wrong_type("tools", "an array of tools", *tools);
+  try {
+    check_chat_json_depth(*tools, "'tools'");
+  } catch (const Error& e) {
+    bad_request("tools", e.what());
+  }
   const ChatJson* choice = field(j, "tool_choice");
   if (!choice || *choice != "none")
     bad_request("tool_choice",
@@ -248,6 +259,11 @@ GenerationRequest parse_generation_request(const std::string& body, Endpoint end
     r.tools = chat_tools(ordered);
     if (const ChatJson* kwargs = field(ordered, "chat_template_kwargs")) {
       if (!kwargs->is_object()) wrong_type("chat_template_kwargs", "an object", *kwargs);
+      try {
+        check_chat_json_depth(*kwargs, "'chat_template_kwargs'");
+      } catch (const Error& e) {
+        bad_request("chat_template_kwargs", e.what());
+      }
       r.template_kwargs = *kwargs;
     }
   } else {

@@ -91,10 +91,15 @@ void tokenize(RouteContext& c, const Request& req, Response& res) {
   std::vector<int32_t> ids;
   if (j.contains("messages") && !j["messages"].is_null()) {
     const ChatJson ordered = ChatJson::parse(req.body);
+    const ChatJson messages = chat_messages(ordered["messages"], "messages");  // depth checked before any copy
+    try {
+      check_chat_json_depth(ordered, "the request body");
+    } catch (const Error& e) {
+      bad_request("", e.what());
+    }
     ChatJson kwargs = ordered.contains("chat_template_kwargs") ? ordered["chat_template_kwargs"] : ChatJson::object();
     if (!kwargs.is_object()) bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-    ids = c.engine.chat_tokens(chat_messages(ordered["messages"], "messages"),
-                               ordered.contains("tools") ? ordered["tools"] : ChatJson(), kwargs);
+    ids = c.engine.chat_tokens(messages, ordered.contains("tools") ? ordered["tools"] : ChatJson(), kwargs);
   } else {
     std::optional<std::string> text = opt_string(j, "prompt");
     if (!text) text = opt_string(j, "content");

@@ -50,7 +50,7 @@ ChatJson special_tokens_of(const std::string& model_dir) {
     const std::string path = (fs::path(model_dir) / file).string();
     if (!path_exists(path)) continue;
     const nlohmann::json j = tok::read_json_file(path);
-    if (!j.is_object()) continue;
+    if (!j.is_object()) fail(path, ": expected a JSON object of settings, found ", j.type_name());
     auto text_of = [&](const nlohmann::json& v, const std::string& key) -> std::string {
       if (v.is_string()) return v.get<std::string>();
       if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
@@ -93,6 +93,17 @@ std::string probe_render(const ChatTemplate& t, bool with_reply) {
 
 }  // namespace
 
+void check_chat_json_depth(const ChatJson& j, const std::string& what) {
+  std::vector<std::pair<const ChatJson*, int>> stack = {{&j, 1}};
+  while (!stack.empty()) {
+    const auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    if (depth > kMaxChatJsonDepth) fail(what, " nests JSON deeper than ", kMaxChatJsonDepth, " levels");
+    for (const ChatJson& child : *node) stack.emplace_back(&child, depth + 1);
+  }
+}
+
 ChatJson user_conversation(const std::string& text) { return ChatJson::array({{{"role", "user"}, {"content", text}}}); }
 
 ChatTemplate ChatTemplate::load(const std::string& model_dir, const std::string& template_file) {
@@ -120,6 +131,8 @@ ChatTemplate ChatTemplate::from_text(const std::string& text, const std::string&
 std::string ChatTemplate::render(const ChatJson& messages, bool add_generation_prompt,
                                  const ChatJson& variables) const {
   if (!messages.is_array()) fail(source_, ": the messages to render are not a list");
+  check_chat_json_depth(messages, "the messages");
+  check_chat_json_depth(variables, "the template variables");
   jinja::Dict vars = special_tokens_;
   vars.set(jinja::Value("messages"), jinja::Value::from_json(messages));
   vars.set(jinja::Value("tools"), jinja::Value::none());  // HF passes both, None when absent

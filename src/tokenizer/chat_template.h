@@ -21,6 +21,12 @@ using ChatJson = nlohmann::ordered_json;
 // [{"role": "user", "content": text}]
 ChatJson user_conversation(const std::string& text);
 
+// Messages and variables nest at most this deep: copying or converting JSON recurses, and a request body or data
+// row of 100,000 nested brackets would overflow the stack.
+constexpr int kMaxChatJsonDepth = 64;
+// Throws eaglet::Error "WHAT nests JSON deeper than 64 levels" (counted without recursion).
+void check_chat_json_depth(const ChatJson& j, const std::string& what);
+
 struct ChatPiece {
   std::string text;
   bool trained = false;

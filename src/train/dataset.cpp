@@ -40,7 +40,9 @@ TrainingRow tokenize_pieces(const std::vector<ChatPiece>& pieces, const Tokenize
 
 // A row's messages in their written key order: each {"role": string, "content": string, ...}.
 ChatJson parse_messages(const std::string& line, const std::string& where) {
-  const ChatJson j = ChatJson::parse(line)["messages"];
+  const ChatJson row = ChatJson::parse(line);
+  check_chat_json_depth(row, where + ": the row");  // before any copy (copies recurse)
+  const ChatJson& j = row["messages"];
   if (!j.is_array() || j.empty()) fail(where, ": 'messages' must be a non-empty list of {role, content}");
   for (const auto& m : j)
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||

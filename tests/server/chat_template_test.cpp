@@ -12,6 +12,7 @@ namespace eaglet {
 namespace {
 
 using nlohmann::json;
+using test::get;
 using test::post_json;
 using ::testing::HasSubstr;
 
@@ -68,6 +69,22 @@ TEST_F(ChatTemplateServer, ToolsNeedToolChoiceNone) {
             ids_of("<|im_start|>system\n{\"type\": \"function\", \"function\": {\"name\": \"f\"}}\n<|im_end|>\n"
                    "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
                 .size());
+}
+
+// 100,000 nested brackets in a message or in chat_template_kwargs: a 400, not a stack overflow.
+TEST_F(ChatTemplateServer, DeepNestingIsABadRequest) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const std::string path : {"/v1/chat/completions", "/tokenize"}) {
+    auto a = post_json(*server_, path, R"({"messages": [{"role": "user", "content": "hi", "x": )" + deep + "}]}");
+    EXPECT_EQ(a.status, 400) << path;
+    EXPECT_THAT(a.body, HasSubstr("nests JSON deeper than 64 levels")) << path;
+  }
+  auto a =
+      post_json(*server_, "/v1/chat/completions",
+                R"({"messages": [{"role": "user", "content": "hi"}], "chat_template_kwargs": {"x": )" + deep + "}}");
+  EXPECT_EQ(a.status, 400);
+  EXPECT_EQ(a.json["error"]["param"], "chat_template_kwargs") << a.body;
+  EXPECT_EQ(get(*server_, "/health").status, 200);
 }
 
 TEST_F(ChatTemplateServer, ARefusalIsABadRequest) {

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "test_env.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -162,6 +164,15 @@ TEST(ChatTemplate, MalformedFilesNameTheField) {
   test::write_file(dir + "/tokenizer_config.json", R"({"chat_template": "{% for %}"})");
   EXPECT_THAT(test::error_of([&] { ChatTemplate::load(dir); }),
               HasSubstr("tokenizer_config.json:1:8: expected a name"));
+  test::write_file(dir + "/tokenizer_config.json", "[]");
+  test::write_file(dir + "/chat_template.jinja", "x");
+  EXPECT_THAT(test::error_of([&] { ChatTemplate::load(dir); }),
+              AllOf(HasSubstr("tokenizer_config.json: expected a JSON object"), HasSubstr("array")));
+  std::filesystem::remove(dir + "/chat_template.jinja");
+  // Messages nested 100,000 deep: refused before anything recurses over them.
+  const ChatJson deep = ChatJson::parse(std::string(100000, '[') + std::string(100000, ']'));
+  EXPECT_EQ(test::error_of([&] { test_template("llama2_chat", ChatJson::object()).render(deep, true); }),
+            "the messages nests JSON deeper than 64 levels");
   test::write_file(dir + "/tokenizer_config.json", R"({"bos_token": 7, "chat_template": "x"})");
   EXPECT_THAT(test::error_of([&] { ChatTemplate::load(dir); }),
               AllOf(HasSubstr("field \"bos_token\""), HasSubstr("7")));
