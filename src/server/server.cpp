@@ -16,6 +16,8 @@ namespace eaglet::server {
 
 namespace {
 
+constexpr int kListenBacklog = 4096;  // the kernel caps it at net.core.somaxconn
+
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -24,6 +26,16 @@ int64_t unix_now() {
 void wait_for_streams(const RouteContext& c, std::chrono::seconds limit) {
   const auto until = Clock::now() + limit;
   while (c.open_streams > 0 && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+// The HTTP library listens with a backlog of 5, compiled into Debian's libcpp-httplib: a burst of clients overflows
+// it and the kernel answers some with a reset. Listening again on a listening socket only resizes its queue.
+void widen_backlog(socket_t listener) {
+  int listening = 0;
+  socklen_t size = sizeof listening;
+  if (listener == INVALID_SOCKET || getsockopt(listener, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 ||
+      !listening || ::listen(listener, kListenBacklog) != 0)
+    log_info("eaglet serve: could not widen the listen queue; a burst of connections may see resets");
 }
 
 }  // namespace
@@ -60,9 +72,11 @@ int serve(const ServerOptions& o) {
   const size_t http_threads = o.max_queue + static_cast<size_t>(o.engine.max_batch) + 8;
   http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
   // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which lets a second server take a port in use.
-  http.set_socket_options([](socket_t sock) {
+  socket_t listener = INVALID_SOCKET;
+  http.set_socket_options([&listener](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listener = sock;
   });
   // One request per connection: the HTTP library reads pipelined requests into one buffer and answers only the
   // first, and cannot close a connection whose body it refused to read (routes.cpp); closing after every answer
@@ -70,6 +84,7 @@ int serve(const ServerOptions& o) {
   http.set_keep_alive_max_count(1);
   add_routes(http, context);
   const int port = o.port == 0 ? http.bind_to_any_port(o.host) : (http.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port >= 0) widen_backlog(listener);
   if (port < 0) {
     scheduler.shutdown();
     fail("serve: cannot listen on ", o.host, ":", o.port,

@@ -83,7 +83,11 @@ namespace {
 
 HttpAnswer answer_of(const httplib::Result& r) {
   HttpAnswer a;
-  if (!r) return a;  // status 0: no answer
+  if (!r) {  // status 0: no answer
+    a.body = "no HTTP answer: ";
+    a.body += httplib::to_string(r.error());
+    return a;
+  }
   a.status = r->status;
   a.body = r->body;
   a.retry_after = r->get_header_value("Retry-After");
