@@ -2,7 +2,8 @@
 """Independent PyTorch reference of the EAGLE-3 training-time-test loss (eagle3-spec §5, the official
 `eagle/traineagle3/cnets.py` scheme), for eaglet's libtorch trainer (src/train/torch/ttt.h).
 
-    ttt_reference.py CASE.safetensors CASE.json   ->  prints {"loss", "step_loss", "step_acc", "step_count"}
+    ttt_reference.py CASE.safetensors CASE.json
+        ->  prints {"loss", "step_loss", "step_acc", "step_count", "step_trained"}
 
 CASE.safetensors holds the drafter's fp32 weights (SGLang names), `embed` [V, H], and the batch: `ids` [B, T],
 `mask` [B, T], `aux` [B, T, W], `teacher` [B, T, Vd], `teacher_argmax` [B, T]. CASE.json: num_heads,
@@ -10,7 +11,9 @@ num_kv_heads, head_dim, rms_norm_eps, steps, decay, and `rope` (the HF config fi
 
 Written from the spec, not from eaglet: one position at a time is not needed; like the official trainer it keeps a
 list of per-step keys (cache_hidden), shifts ids / teacher / mask left once per step, attends step 0 causally and each
-later step's key at the same index (the diagonal), and weights step k by decay**k.
+later step's key at the same index (the diagonal), and weights step k by decay**k. Loss and accuracy are normalised
+as the spec quotes the official code: the loss is a mean over all B x T positions, the accuracy is divided by the
+trained positions (loss mask), whether or not their target is in the draft vocabulary.
 """
 import json
 import math
@@ -57,12 +60,11 @@ def main(case_path, json_path):
     p = "midlayer."
     hidden = aux @ t["fc.weight"].T
     k_cache, v_cache = [], []
-    total, step_loss, step_acc, step_count = 0.0, [], [], []
+    total, step_loss, step_acc, step_count, step_trained = 0.0, [], [], [], []
     causal = torch.full((T, T), float("-inf")).triu(1)
     for k in range(c["steps"]):
         ids, teacher, am = left(ids, 1, 0), left(teacher, 1, 0.0), left(am, 1, -1)
-        # the predicted token of index t is t+2+k: its loss mask, shifted once more than the inputs
-        pmask = left(mask, 2 + k, 0.0) * (am >= 0).float()
+        # the predicted token of index t is t+2+k: its loss mask is shifted once more than the inputs
         pos = torch.arange(T) + k
         emb = t["embed"][ids]
         u = torch.cat((rms(emb, t[p + "input_layernorm.weight"], eps), rms(hidden, t[p + "hidden_norm.weight"], eps)), -1)
@@ -86,14 +88,22 @@ def main(case_path, json_path):
         mlp = (torch.nn.functional.silu(n @ t[p + "mlp.gate_proj.weight"].T) * (n @ t[p + "mlp.up_proj.weight"].T))
         hidden = h1 + mlp @ t[p + "mlp.down_proj.weight"].T
         logits = rms(hidden, t["norm.weight"], eps) @ t["lm_head.weight"].T
-        ce = -(teacher * torch.log_softmax(logits, -1)).sum(-1)
-        count = float(pmask.sum())
-        loss = float((ce * pmask).sum()) / max(count, 1.0)
+        # eagle3-spec §5 "Loss and metrics", written as the official cnets.py computes them:
+        #   position_mask = target_mask * loss_mask   (target argmax in the draft vocabulary, token trained)
+        #   loss = -torch.sum(position_mask * target_p * log_softmax(logits), 2).mean()     -> mean over B x T
+        #   acc  = ((argmax logits == argmax target_p) * position_mask).sum() / loss_mask.sum()
+        loss_mask = left(mask, 2 + k, 0.0)
+        position_mask = (loss_mask * (am >= 0).float())[..., None]
+        loss = float(-torch.sum(position_mask * teacher * torch.log_softmax(logits, -1), 2).mean())
+        correct = float(((logits.argmax(-1) == teacher.argmax(-1)).float() * position_mask[..., 0]).sum())
+        trained = float(loss_mask.sum())
         total += c["decay"] ** k * loss
         step_loss.append(loss)
-        step_acc.append(float(((logits.argmax(-1) == am).float() * pmask).sum()) / count if count else 0.0)
-        step_count.append(int(count))
-    print(json.dumps({"loss": total, "step_loss": step_loss, "step_acc": step_acc, "step_count": step_count}))
+        step_acc.append(correct / trained if trained else 0.0)
+        step_count.append(int(position_mask.sum()))
+        step_trained.append(int(trained))
+    print(json.dumps({"loss": total, "step_loss": step_loss, "step_acc": step_acc, "step_count": step_count,
+                      "step_trained": step_trained}))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 20));
   app.add_option("--ttt-steps", o.ttt_steps, "Unrolled training-time-test steps")->check(CLI::Range(1, 32));
   app.add_option("--decay", o.decay, "Loss weight decay per TTT step")->check(CLI::Range(0.0, 1.0));
+  std::string loss_norm = "official";
+  app.add_option("--loss-norm", loss_norm,
+                 "Per-step loss over all B x T positions as the official EAGLE-3 trainer (official), or over the "
+                 "counted positions only (counted, eaglet's former choice)")
+      ->check(CLI::IsMember({"official", "counted"}));
   app.add_option("--lr", o.lr, "Peak learning rate (AdamW, warmup then cosine)")->check(CLI::Range(0.0, 10.0));
   app.add_option("--warmup", o.warmup, "Warmup, as a fraction of the steps")->check(CLI::Range(0.0, 1.0));
   app.add_option("--min-lr", o.min_lr, "Final learning rate, as a fraction of --lr")->check(CLI::Range(0.0, 1.0));
@@ -79,6 +84,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   return eaglet::cli::run_reporting_errors([&] {
+    o.loss_norm = loss_norm == "counted" ? eaglet::LossNorm::Counted : eaglet::LossNorm::Official;
     if (!online_layers.empty()) o.online_aux_layers = eaglet::parse_int_list(online_layers, "--layers");
     if (!settings.empty()) {
       o.eval_settings.clear();

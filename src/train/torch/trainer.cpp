@@ -116,29 +116,35 @@ class Order {
   std::vector<size_t> perm_;
 };
 
+// Held-out figures over all held-out sequences, from the summed counts (train/torch/ttt.h): loss and acc the
+// official way; acc_in_vocab over the positions whose target is in the draft vocabulary only.
 struct HeldOut {
-  std::vector<double> loss, acc;
+  std::vector<double> loss, acc, acc_in_vocab;
 };
 
 HeldOut evaluate(const DraftNet& net, const TrainingData& data, const Teacher& teacher,
                  const std::vector<SequenceRef>& held, int steps, double decay, int batch) {
   torch::NoGradGuard no_grad;
-  HeldOut h{std::vector<double>(static_cast<size_t>(steps), 0.0), std::vector<double>(static_cast<size_t>(steps), 0.0)};
-  std::vector<int64_t> counts(static_cast<size_t>(steps), 0);
+  std::vector<TttStep> total(static_cast<size_t>(steps));
   for (size_t i = 0; i < held.size(); i += static_cast<size_t>(batch)) {
     const std::vector<SequenceRef> seqs(
         held.begin() + static_cast<long>(i),
         held.begin() + static_cast<long>(std::min(held.size(), i + static_cast<size_t>(batch))));
     const TttResult r = ttt_loss(net, make_ttt_batch(data, teacher, seqs), steps, decay);
-    for (size_t k = 0; k < static_cast<size_t>(steps); ++k) {
-      h.loss[k] += r.step_loss[k] * static_cast<double>(r.step_count[k]);
-      h.acc[k] += r.step_acc[k] * static_cast<double>(r.step_count[k]);
-      counts[k] += r.step_count[k];
+    for (size_t k = 0; k < total.size(); ++k) {
+      total[k].cross_entropy += r.steps[k].cross_entropy;
+      total[k].hits += r.steps[k].hits;
+      total[k].counted += r.steps[k].counted;
+      total[k].trained += r.steps[k].trained;
+      total[k].positions += r.steps[k].positions;
     }
   }
-  for (size_t k = 0; k < static_cast<size_t>(steps); ++k) {
-    h.loss[k] /= static_cast<double>(std::max<int64_t>(counts[k], 1));
-    h.acc[k] /= static_cast<double>(std::max<int64_t>(counts[k], 1));
+  const auto ratio = [](double a, int64_t b) { return b > 0 ? a / static_cast<double>(b) : 0.0; };
+  HeldOut h;
+  for (const TttStep& t : total) {
+    h.loss.push_back(ratio(t.cross_entropy, t.positions));
+    h.acc.push_back(ratio(static_cast<double>(t.hits), t.trained));
+    h.acc_in_vocab.push_back(ratio(static_cast<double>(t.hits), t.counted));
   }
   return h;
 }
@@ -284,10 +290,11 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     const json st = read_json_file((state_dir / "state.json").string());
     if (st.value("data", "") != fs::absolute(o.data_dir).lexically_normal().string() ||
         st.value("seed", 0ull) != o.seed || st.value("batch", 0) != o.batch ||
-        st.value("max_length", 0ll) != o.max_length)
+        st.value("max_length", 0ll) != o.max_length ||
+        st.value("loss_norm", std::string("counted")) != loss_norm_name(o.loss_norm))
       fail((state_dir / "state.json").string(),
-           ": the checkpoint was trained with other data, seed, batch or "
-           "max length; resume with the same flags or start a new --out");
+           ": the checkpoint was trained with other data, seed, batch, max length or --loss-norm (",
+           st.value("loss_norm", std::string("counted")), "); resume with the same flags or start a new --out");
     if (st.contains("draft_layer") && st["draft_layer"] != describe_layer(layer.shape))
       fail((state_dir / "state.json").string(), ": the checkpoint's drafter layer is ", st["draft_layer"].dump(),
            ", this run's ", describe_layer(layer.shape), " (", layer.origin,
@@ -360,6 +367,8 @@ TrainSummary run_train_draft(const TrainOptions& o) {
                    {"steps", steps},
                    {"acc", h.acc},
                    {"loss", h.loss},
+                   {"acc_in_vocab", h.acc_in_vocab},
+                   {"loss_norm", loss_norm_name(o.loss_norm)},
                    {"ttt_steps", o.ttt_steps},
                    {"data", fs::absolute(o.data_dir).lexically_normal().string()},
                    {"draft_layer", {{"shape", describe_layer(layer.shape)}, {"origin", layer.origin}}},
@@ -409,6 +418,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
                      {"seed", o.seed},
                      {"batch", o.batch},
                      {"max_length", o.max_length},
+                     {"loss_norm", loss_norm_name(o.loss_norm)},
                      {"tokens", sum.tokens},
                      {"draft_layer", describe_layer(layer.shape)},
                      {"data", fs::absolute(o.data_dir).lexically_normal().string()},
@@ -439,7 +449,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     optimizer.zero_grad();
     const TttResult r = [&] {
       const AutocastGuard autocast(o.bf16);
-      return ttt_loss(net, batch, o.ttt_steps, o.decay);
+      return ttt_loss(net, batch, o.ttt_steps, o.decay, o.loss_norm);
     }();
     r.loss.backward();
     torch::nn::utils::clip_grad_norm_(net.param_list(), o.clip);
@@ -448,11 +458,13 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     for (const SequenceRef& q : seqs) run_tokens += q.length;
     sum.tokens += batch.ids.size(0) * batch.ids.size(1);
     if (step % o.log_every == 0 || step == steps) {
+      std::vector<double> acc;
+      for (const TttStep& k : r.steps) acc.push_back(k.acc);
       const double rate = static_cast<double>(run_tokens) / run_timer.seconds();
       const double eta = static_cast<double>(steps - step) * static_cast<double>(run_tokens) / std::max(1.0, rate) /
                          std::max<double>(1.0, static_cast<double>(step));
       log_info(strprintf("step %lld/%lld loss %.4f acc %s lr %.2e %.0f tok/s ETA %d:%02d", static_cast<long long>(step),
-                         static_cast<long long>(steps), r.loss.item<double>(), fmt_list(r.step_acc).c_str(), lr, rate,
+                         static_cast<long long>(steps), r.loss.item<double>(), fmt_list(acc).c_str(), lr, rate,
                          static_cast<int>(eta) / 60, static_cast<int>(eta) % 60));
     }
     if (o.eval_every > 0 && step % o.eval_every == 0 && step < steps) evaluate_and_keep(step);

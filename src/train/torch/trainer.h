@@ -12,6 +12,7 @@
 
 #include "speculative/draft_tree.h"
 #include "train/torch/dump_data.h"
+#include "train/torch/ttt.h"
 
 namespace eaglet {
 
@@ -22,6 +23,7 @@ struct TrainOptions {
   DataSourceOptions source;            // --data-format and the dump options (its dir is data_dir)
   int ttt_steps = 7;
   double decay = 0.8;
+  LossNorm loss_norm = LossNorm::Official;
   int64_t steps = 0;  // optimizer steps; 0: `epochs` passes over the training sequences
   double epochs = 1;
   int batch = 4;

@@ -15,6 +15,8 @@ torch::Tensor shift_left(const torch::Tensor& x, int64_t s, double fill) {
 
 }  // namespace
 
+const char* loss_norm_name(LossNorm n) { return n == LossNorm::Official ? "official" : "counted"; }
+
 Teacher::Teacher(torch::Tensor norm, float eps, torch::Tensor lm_head, const std::vector<int32_t>& draft_ids,
                  bool input_normed)
     : norm_(std::move(norm)), lm_head_(std::move(lm_head)), eps_(eps), input_normed_(input_normed) {
@@ -41,6 +43,7 @@ TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const 
   const int64_t B = static_cast<int64_t>(seqs.size()), H = data.hidden_size();
   const int64_t W = static_cast<int64_t>(data.aux_layers().size()) * H;
   TttBatch b;
+  for (const SequenceRef& s : seqs) b.length = std::max(b.length, s.length);
   b.ids = torch::zeros({B, T}, torch::kInt64);
   b.mask = torch::zeros({B, T}, torch::kFloat32);
   b.aux = torch::zeros({B, T, W}, torch::kFloat32);
@@ -54,11 +57,12 @@ TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const 
   return b;
 }
 
-TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double decay) {
+TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double decay, LossNorm norm) {
   TttResult r;
   std::vector<DraftNet::StepKV> kv;
   torch::Tensor g = net.fuse(b.aux);
   r.loss = torch::zeros({}, torch::kFloat32);
+  const int64_t positions = b.ids.size(0) * std::max<int64_t>(b.length, 1);
   double weight = 1.0;
   for (int k = 0; k < steps; ++k) {
     const torch::Tensor ids = shift_left(b.ids, 1 + k, 0);
@@ -66,16 +70,23 @@ TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double dec
     const torch::Tensor logits = net.logits(g);
     const torch::Tensor teacher = shift_left(b.teacher, 1 + k, 0.0);
     const torch::Tensor target = shift_left(b.teacher_argmax, 1 + k, -1);
-    const torch::Tensor counted = shift_left(b.mask, 2 + k, 0.0) * target.ge(0).to(torch::kFloat32);
-    const double n = counted.sum().item<double>();
-    const torch::Tensor ce = -(teacher * torch::log_softmax(logits, -1)).sum(-1);
-    const torch::Tensor loss = (ce * counted).sum() / std::max(n, 1.0);
+    const torch::Tensor trained = shift_left(b.mask, 2 + k, 0.0);
+    const torch::Tensor counted = trained * target.ge(0).to(torch::kFloat32);
+    TttStep s;
+    s.positions = positions;
+    s.trained = static_cast<int64_t>(trained.sum().item<double>());
+    s.counted = static_cast<int64_t>(counted.sum().item<double>());
+    const torch::Tensor ce = (-(teacher * torch::log_softmax(logits, -1)).sum(-1) * counted).sum();
+    const double denominator = norm == LossNorm::Official ? static_cast<double>(positions)
+                                                          : static_cast<double>(std::max<int64_t>(s.counted, 1));
+    const torch::Tensor loss = ce / denominator;
     r.loss = r.loss + weight * loss;
     weight *= decay;
-    const double hits = (logits.argmax(-1).eq(target).to(torch::kFloat32) * counted).sum().item<double>();
-    r.step_loss.push_back(loss.item<double>());
-    r.step_acc.push_back(n > 0 ? hits / n : 0.0);
-    r.step_count.push_back(static_cast<int64_t>(n));
+    s.cross_entropy = ce.item<double>();
+    s.loss = loss.item<double>();
+    s.hits = static_cast<int64_t>((logits.argmax(-1).eq(target).to(torch::kFloat32) * counted).sum().item<double>());
+    s.acc = s.trained > 0 ? static_cast<double>(s.hits) / static_cast<double>(s.trained) : 0.0;
+    r.steps.push_back(s);
   }
   return r;
 }

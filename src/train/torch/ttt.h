@@ -6,7 +6,13 @@
 // h_out at t, at RoPE position t + k, and predicts x[t+2+k]; its teacher is the target's distribution at position
 // t+1+k restricted to the draft vocabulary and renormalised. A position counts when x[t+2+k] exists and is trained
 // (loss mask) and the target's argmax there is in the draft vocabulary.
-//   loss = sum_k decay^k * mean over counted positions of soft cross-entropy(teacher, drafter)
+//
+// Normalisation, as the official trainer (eagle3-spec §5, "Loss and metrics"):
+//   loss_k = sum over counted positions of soft cross-entropy(teacher, drafter) / (B x T)   (`.mean()` over [B, T])
+//   acc_k  = drafter argmax == target argmax, summed over counted positions / trained positions (`loss_mask.sum()`)
+//   loss   = sum_k decay^k * loss_k
+// T is the batch's longest sequence (the official collator's padding), not the padding added for kernel shapes.
+// LossNorm::Counted divides loss_k by the counted positions instead (eaglet before 2026-12; `--loss-norm counted`).
 #include <torch/torch.h>
 
 #include <vector>
@@ -32,18 +38,31 @@ class Teacher {
   bool input_normed_;
 };
 
+enum class LossNorm { Official, Counted };
+const char* loss_norm_name(LossNorm n);  // "official", "counted"
+
 struct TttBatch {
   torch::Tensor ids;             // [B, T] int64, 0 after a sequence's end
   torch::Tensor mask;            // [B, T] f32: 1 where the token exists and is trained
   torch::Tensor aux;             // [B, T, n_aux * Ht]
   torch::Tensor teacher;         // [B, T, Vd]
   torch::Tensor teacher_argmax;  // [B, T] int64
+  int64_t length = 0;            // the longest sequence: T without the padding for kernel shapes
+};
+
+// Per step k: the sums behind the normalised figures, so that batches aggregate exactly.
+struct TttStep {
+  double loss = 0, acc = 0;  // as normalised (acc always the official way)
+  double cross_entropy = 0;  // summed over counted positions
+  int64_t hits = 0;          // counted positions where the drafter's argmax is the target's
+  int64_t counted = 0;       // trained positions whose target argmax is in the draft vocabulary
+  int64_t trained = 0;       // trained positions (loss mask)
+  int64_t positions = 0;     // B x T
 };
 
 struct TttResult {
-  torch::Tensor loss;                       // the weighted sum, for backward
-  std::vector<double> step_loss, step_acc;  // per step
-  std::vector<int64_t> step_count;          // counted positions per step
+  torch::Tensor loss;  // the weighted sum, for backward
+  std::vector<TttStep> steps;
 };
 
 // The sequences of a batch, padded to the longest rounded up to `pad_multiple` (few distinct shapes: oneDNN's bf16
@@ -51,6 +70,7 @@ struct TttResult {
 TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
                         int64_t pad_multiple = 1);
 
-TttResult ttt_loss(const DraftNet& net, const TttBatch& batch, int steps, double decay);
+TttResult ttt_loss(const DraftNet& net, const TttBatch& batch, int steps, double decay,
+                   LossNorm norm = LossNorm::Official);
 
 }  // namespace eaglet

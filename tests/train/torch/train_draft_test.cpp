@@ -120,9 +120,20 @@ TEST_F(TrainDraftTest, LossEqualsIndependentPyTorchComputation) {
   ASSERT_GE(seqs.size(), 3u);
   seqs.resize(3);
   seqs[1].length = 13;  // padding inside the batch
-  const TttBatch b = make_ttt_batch(s.data, *s.teacher, seqs);
+  TttBatch b = make_ttt_batch(s.data, *s.teacher, seqs);
+  // Targets outside the draft vocabulary (every 5th position): trained but not counted, as with a real draft vocab.
+  for (int64_t t = 2; t < b.teacher_argmax.size(1); t += 5) b.teacher_argmax.narrow(1, t, 1).fill_(-1);
   const int steps = 4;
+  {  // a drafter that hits some targets, so that accuracy is compared on non-zero counts
+    torch::optim::AdamW opt(s.net->param_list(), torch::optim::AdamWOptions(3e-3));
+    for (int i = 0; i < 30; ++i) {
+      opt.zero_grad();
+      ttt_loss(*s.net, b, steps, 0.8).loss.backward();
+      opt.step();
+    }
+  }
   const TttResult mine = ttt_loss(*s.net, b, steps, 0.8);
+  const TttResult counted = ttt_loss(*s.net, b, steps, 0.8, LossNorm::Counted);
 
   std::vector<torch::Tensor> keep;
   std::vector<TensorToWrite> out;
@@ -156,13 +167,28 @@ TEST_F(TrainDraftTest, LossEqualsIndependentPyTorchComputation) {
                                    dir + "/case.safetensors " + dir + "/case.json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json ref = nlohmann::json::parse(r.out);
-  EXPECT_NEAR(mine.loss.item<double>(), ref["loss"].get<double>(), 1e-4 * std::abs(ref["loss"].get<double>()));
-  for (int k = 0; k < steps; ++k) {
-    EXPECT_EQ(mine.step_count[static_cast<size_t>(k)], ref["step_count"][k].get<int64_t>()) << "step " << k;
-    EXPECT_NEAR(mine.step_loss[static_cast<size_t>(k)], ref["step_loss"][k].get<double>(), 1e-4) << "step " << k;
-    EXPECT_NEAR(mine.step_acc[static_cast<size_t>(k)], ref["step_acc"][k].get<double>(), 1e-9) << "step " << k;
+  const double ref_loss = ref["loss"].get<double>();
+  EXPECT_NEAR(mine.loss.item<double>(), ref_loss, 1e-4 * std::abs(ref_loss));
+  for (size_t k = 0; k < static_cast<size_t>(steps); ++k) {
+    const TttStep& m = mine.steps[k];
+    EXPECT_EQ(m.counted, ref["step_count"][k].get<int64_t>()) << "step " << k;
+    EXPECT_EQ(m.trained, ref["step_trained"][k].get<int64_t>()) << "step " << k;
+    EXPECT_LT(m.counted, m.trained) << "step " << k << ": the case must have targets outside the draft vocabulary";
+    EXPECT_LT(m.trained, m.positions) << "step " << k << ": the case must have untrained positions";
+    EXPECT_NEAR(m.loss, ref["step_loss"][k].get<double>(), 1e-4 * ref["step_loss"][k].get<double>()) << "step " << k;
+    EXPECT_NEAR(m.acc, ref["step_acc"][k].get<double>(), 1e-9) << "step " << k;
   }
-  EXPECT_GT(mine.step_count[0], mine.step_count[3]);  // later steps count fewer positions
+  EXPECT_GT(mine.steps[0].counted, mine.steps[3].counted);  // later steps count fewer positions
+  // The former normalisation (over counted positions) is not the official one, and the oracle sees the difference.
+  EXPECT_GT(std::abs(counted.loss.item<double>() - ref_loss), 0.1 * ref_loss);
+  for (size_t k = 0; k < static_cast<size_t>(steps); ++k) {
+    const TttStep& c = counted.steps[k];
+    EXPECT_GT(c.hits, 0) << "step " << k;
+    EXPECT_NEAR(c.loss * static_cast<double>(c.counted), mine.steps[k].loss * static_cast<double>(c.positions),
+                1e-4 * c.cross_entropy);
+    EXPECT_GT(static_cast<double>(c.hits) / static_cast<double>(c.counted), ref["step_acc"][k].get<double>())
+        << "hits over counted positions overstate acc_k wherever targets fall outside the draft vocabulary";
+  }
 }
 
 TEST_F(TrainDraftTest, ShortRunLearnsAndServes) {
