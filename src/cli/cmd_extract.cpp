@@ -23,15 +23,17 @@ int run_extract_command(ExtractArgs& a) {
   if (!a.layers.empty()) a.options.aux_layers = parse_int_list(a.layers, "--layers");
   a.options.progress = !a.quiet;
   const ExtractSummary s = run_extract(a.options);
-  std::fprintf(stderr,
-               "extract: %lld rows, %lld tokens (%lld trained), %lld shards (%lld already there) in %s, %.1f s\n"
-               "draft vocabulary: %lld ids covering %.2f%% of the trained tokens (%lld distinct ids trained on), "
-               "in %s/draft_vocab.safetensors\n",
-               static_cast<long long>(s.rows), static_cast<long long>(s.tokens),
-               static_cast<long long>(s.trained_tokens), static_cast<long long>(s.shards),
-               static_cast<long long>(s.shards_skipped), a.options.out_dir.c_str(), s.seconds,
-               static_cast<long long>(s.draft_vocab), 100.0 * s.draft_vocab_coverage,
-               static_cast<long long>(s.distinct_trained_ids), a.options.out_dir.c_str());
+  std::fprintf(
+      stderr,
+      "extract: %lld rows, %lld tokens (%lld trained), %lld shards (%lld already there and checked, %lld redone) "
+      "in %s, %.1f s\n"
+      "draft vocabulary: %lld ids covering %.2f%% of the trained tokens (%lld distinct ids trained on), "
+      "in %s/draft_vocab.safetensors\n",
+      static_cast<long long>(s.rows), static_cast<long long>(s.tokens), static_cast<long long>(s.trained_tokens),
+      static_cast<long long>(s.shards), static_cast<long long>(s.shards_skipped),
+      static_cast<long long>(s.shards_redone), a.options.out_dir.c_str(), s.seconds,
+      static_cast<long long>(s.draft_vocab), 100.0 * s.draft_vocab_coverage,
+      static_cast<long long>(s.distinct_trained_ids), a.options.out_dir.c_str());
   return 0;
 }
 

@@ -10,11 +10,15 @@ const char* verdict_name(Verdict v) {
     case Verdict::Pass: return "PASS";
     case Verdict::Warn: return "WARN";
     case Verdict::Fail: return "FAIL";
+    case Verdict::Info: return "INFO";
   }
   return "?";
 }
 
-std::string ids_str(const std::vector<int>& ids) { return "[" + format_int_list(ids, ", ") + "]"; }
+std::string ids_str(const std::vector<int>& ids) {
+  std::string s = "[";
+  return s.append(format_int_list(ids, ", ")).append("]");
+}
 
 bool Report::contract(const std::string& name, const std::function<void()>& check, const std::string& ok,
                       const std::string& fix) {

@@ -7,8 +7,9 @@
 
 namespace eaglet::doctor {
 
-enum class Verdict { Pass, Warn, Fail };
-const char* verdict_name(Verdict v);               // PASS, WARN, FAIL
+// Info: a figure reported without a verdict (measured on other inputs than what it would be compared with).
+enum class Verdict { Pass, Warn, Fail, Info };
+const char* verdict_name(Verdict v);               // PASS, WARN, FAIL, INFO
 std::string ids_str(const std::vector<int>& ids);  // "[2, 4, 5]"
 
 struct Check {
@@ -28,6 +29,7 @@ struct Report {
   void fail(const std::string& name, const std::string& reason, const std::string& fix) {
     checks.push_back({name, Verdict::Fail, reason, fix});
   }
+  void info(const std::string& name, const std::string& reason) { checks.push_back({name, Verdict::Info, reason, ""}); }
   // Runs a loader contract: PASS with `ok` when it holds, FAIL with the loader's own message and `fix` when it throws.
   bool contract(const std::string& name, const std::function<void()>& check, const std::string& ok,
                 const std::string& fix);

@@ -67,6 +67,21 @@ Report run_doctor(const DoctorOptions& o) {
     return r;
   }
   LiveInput live{o.spec, {}, o.max_tokens, record};
+  // Like with like: without --prompts, a record that names its prompts is compared on them (and its max_tokens).
+  if (record && !record->report_prompts.empty() && o.prompts.empty() && !o.chat &&
+      record->vocab_size == target->config().vocab_size) {
+    live.prompts = record->report_prompts;
+    live.max_tokens = record->report_max_tokens;
+    live.record_prompts = true;
+    r.measured["prompts"] = live.prompts.size();
+    r.measured["prompts_from"] = record->file;
+    r.pass("prompts", std::to_string(live.prompts.size()) + " prompts recorded in " + record->file + " (" +
+                          std::to_string(live.max_tokens) +
+                          " tokens each): the record's figures compare like with "
+                          "like");
+    guarded(r, "live checks", [&] { run_live_checks(*target, live, r); });
+    return r;
+  }
   const std::vector<std::string>& texts = o.prompts.empty() ? builtin_prompts() : o.prompts;
   std::optional<ChatTemplate> chat;
   if (o.chat) {

@@ -21,6 +21,7 @@ struct LiveInput {
   std::vector<std::vector<int32_t>> prompts;
   int max_tokens = 48;
   std::optional<TrainingRecord> record;
+  bool record_prompts = false;  // the prompts are the record's own: its figures are compared with a verdict
 };
 
 // Thresholds, stated in the reasons they produce.

@@ -8,7 +8,7 @@ std::string report_table(const Report& report) {
   size_t width = 0;
   for (const Check& c : report.checks) width = std::max(width, c.name.size());
   std::string out;
-  int counts[3] = {0, 0, 0};
+  int counts[4] = {0, 0, 0, 0};
   for (const Check& c : report.checks) {
     ++counts[static_cast<int>(c.verdict)];
     out += std::string(verdict_name(c.verdict)) + "  " + c.name + std::string(width - c.name.size(), ' ') + "  " +
@@ -17,7 +17,9 @@ std::string report_table(const Report& report) {
     out += "\n";
   }
   out += std::to_string(counts[0]) + " PASS, " + std::to_string(counts[1]) + " WARN, " + std::to_string(counts[2]) +
-         " FAIL\n";
+         " FAIL";
+  if (counts[3] > 0) out += ", " + std::to_string(counts[3]) + " INFO";
+  out += "\n";
   return out;
 }
 

@@ -6,8 +6,42 @@
 #include "model/config.h"
 #include "util/error.h"
 #include "util/int_list.h"
+#include "util/sha256.h"
 
 namespace eaglet::doctor {
+
+namespace {
+
+void read_report_prompts(const nlohmann::json& report, const std::string& path, TrainingRecord& rec) {
+  const std::string where = path + ": report";
+  if (!report.is_object()) fail(where, " must be an object, found ", report.dump());
+  const nlohmann::json& ids = json_require(report, where, "prompt_token_ids");
+  if (!ids.is_array() || ids.empty() || ids.size() > 100000)
+    fail(where, ".prompt_token_ids must be a non-empty list of token-id lists");
+  for (const auto& prompt : ids) {
+    if (!prompt.is_array() || prompt.empty() || prompt.size() > (1u << 20))
+      fail(where, ".prompt_token_ids holds ", prompt.is_array() ? "an empty or huge list" : prompt.dump(),
+           ", expected a list of token ids");
+    std::vector<int32_t> p;
+    for (const auto& t : prompt) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
+        fail(where, ".prompt_token_ids holds ", t.dump(), ", expected token ids");
+      p.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    }
+    rec.report_prompts.push_back(std::move(p));
+  }
+  rec.report_max_tokens = static_cast<int>(json_require_int(report, where, "max_tokens"));
+  if (rec.report_max_tokens < 1 || rec.report_max_tokens > (1 << 20))
+    fail(where, ".max_tokens ", rec.report_max_tokens, " is outside [1, 1048576]");
+  rec.report_step0 = json_number(report, where, "step0_accuracy", -1);
+  if (!(rec.report_step0 >= 0 && rec.report_step0 <= 1))
+    fail(where, ".step0_accuracy must be an accuracy in [0, 1], found ", rec.report_step0);
+  const std::string want = json_string(report, where, "prompts_sha256", "");
+  if (want != sha256_token_lists(rec.report_prompts))
+    fail(where, ".prompts_sha256 '", want, "' is not the hash of its prompt_token_ids (edited by hand?)");
+}
+
+}  // namespace
 
 std::optional<TrainingRecord> read_training_record(const std::string& dir) {
   const std::string path = (std::filesystem::path(dir) / kTrainingRecordFile).string();
@@ -39,6 +73,12 @@ std::optional<TrainingRecord> read_training_record(const std::string& dir) {
       if (!(e.accept_len >= 1)) fail(path, ": served.accept_len ", e.accept_len, " for '", e.setting, "' is below 1");
       rec.served.push_back(e);
     }
+  }
+  if (j.contains("report")) read_report_prompts(j["report"], path, rec);
+  if (j.contains("model_sha256")) {
+    rec.model_sha256 = json_string(j, path, "model_sha256", "");
+    if (rec.model_sha256.size() != 64)
+      fail(path, ": 'model_sha256' must be 64 hex digits, found '", rec.model_sha256, "'");
   }
   const nlohmann::json& t = json_require(j, path, "target");
   if (!t.is_object()) fail(path, ": 'target' must be an object, found ", t.dump());
@@ -74,12 +114,22 @@ void check_training_record(const std::optional<TrainingRecord>& rec, const std::
   differ("vocab_size", rec->vocab_size, t.vocab_size);
   if (!rec->architectures.empty() && !archs.empty() && rec->architectures != archs)
     diff += std::string(diff.empty() ? "" : ", ") + "architectures " + rec->architectures[0] + " vs " + archs[0];
+  const std::string weights = (std::filesystem::path(rec->file).parent_path() / "model.safetensors").string();
   if (!diff.empty())
     r.fail("training record", rec->file + ": trained for another target: " + diff,
            "serve the drafter with the target it was trained on, or retrain it on this target's features");
+  else if (!rec->model_sha256.empty() && std::filesystem::exists(weights) && sha256_file(weights) != rec->model_sha256)
+    r.info("training record", rec->file + ": recorded for other weights than " + weights + " (model_sha256 " +
+                                  rec->model_sha256.substr(0, 12) +
+                                  "...; quantized, converted or retrained since?): the comparisons below are with "
+                                  "those weights' figures");
   else
     r.pass("training record", rec->file + ": trained on this target's shape (acc_0 " + std::to_string(rec->acc[0]) +
-                                  ", " + std::to_string(rec->served.size()) + " served setting(s))");
+                                  ", " + std::to_string(rec->served.size()) + " served setting(s)" +
+                                  (rec->report_prompts.empty()
+                                       ? ", no record of their prompts"
+                                       : ", on " + std::to_string(rec->report_prompts.size()) + " recorded prompts") +
+                                  ")");
 }
 
 }  // namespace eaglet::doctor

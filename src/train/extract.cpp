@@ -12,6 +12,7 @@
 
 #include "generate/generation.h"
 #include "io/files.h"
+#include "io/fingerprint.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
 #include "kernels/dtype.h"
@@ -23,6 +24,7 @@
 #include "util/error.h"
 #include "util/int_list.h"
 #include "util/log.h"
+#include "util/sha256.h"
 #include "util/timer.h"
 
 namespace eaglet {
@@ -35,6 +37,21 @@ uint64_t fnv1a(const std::string& bytes) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
   return h;
+}
+
+// Why a shard found in the folder cannot be reused ("" when it can): its size and checksum must be the ones recorded
+// when it was written. A folder in its place is refused: it is the user's, not ours to remove.
+std::string shard_damage(const std::string& path, const nlohmann::json& recorded) {
+  if (!fs::is_regular_file(path))
+    fail(path, ": is not a file (a folder or a link to one?): move it away and rerun; the shard is extracted again");
+  if (!recorded.is_object()) return "no size and checksum recorded in manifest.json for it";
+  const uint64_t bytes = fs::file_size(path);
+  if (recorded.value("bytes", uint64_t{0}) != bytes)
+    return strprintf("%llu bytes, %llu recorded", static_cast<unsigned long long>(bytes),
+                     static_cast<unsigned long long>(recorded.value("bytes", uint64_t{0})));
+  if (recorded.value("sha256", "") != sha256_file(path))
+    return "its sha256 is not the one recorded (the bytes changed)";
+  return "";
 }
 
 std::string shard_name(int64_t k) {
@@ -283,6 +300,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
       {"target_hidden_size", c.hidden_size},
       {"target_vocab_size", c.vocab_size},
       {"target_num_layers", c.num_layers},
+      {"target_fingerprint", model_fingerprint(o.model_dir)},  // io/fingerprint.h: training checks it
       {"data", fs::absolute(o.data_file).lexically_normal().string()},
       {"data_fnv1a64", std::to_string(fnv1a(data))},
       {"aux_layers", sorted_aux},
@@ -299,8 +317,10 @@ ExtractSummary run_extract(const ExtractOptions& o) {
                                   : nlohmann::json(false)}};
   create_output_dir(o.out_dir);  // a loop, a parent that is a file, a read-only place: an Error naming it
   const fs::path manifest_path = fs::path(o.out_dir) / "manifest.json";
+  nlohmann::json shard_files = nlohmann::json::object();  // name -> {bytes, sha256} of each shard written
   if (path_exists(manifest_path.string())) {
     const nlohmann::json old = read_json_file(manifest_path.string());
+    if (old.contains("shard_files") && old["shard_files"].is_object()) shard_files = old["shard_files"];
     for (const auto& [key, value] : settings.items())
       if (!old.contains("settings") || old["settings"].value(key, nlohmann::json()) != value)
         fail(manifest_path.string(), ": this folder holds an extraction with other settings (", key, ": ",
@@ -345,7 +365,11 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   nlohmann::json manifest = {
       {"format", "eaglet-extract/1"},         {"settings", settings}, {"rows", sum.rows}, {"tokens", sum.tokens},
       {"trained_tokens", sum.trained_tokens}, {"shards", sum.shards}};
-  write_file_atomic(manifest_path.string(), manifest.dump(2) + "\n");
+  const auto write_manifest = [&] {
+    manifest["shard_files"] = shard_files;
+    write_file_atomic(manifest_path.string(), manifest.dump(2) + "\n");
+  };
+  write_manifest();
 
   Progress progress(o.progress, sum.tokens);
   int64_t done = 0, computed = 0;
@@ -354,11 +378,18 @@ ExtractSummary run_extract(const ExtractOptions& o) {
     const size_t end = std::min(rows.size(), begin + static_cast<size_t>(o.rows_per_shard));
     int64_t tokens = 0;
     for (size_t r = begin; r < end; ++r) tokens += static_cast<int64_t>(rows[r].ids.size());
-    const std::string path = (fs::path(o.out_dir) / shard_name(k)).string();
-    if (path_exists(path)) {
+    const std::string name = shard_name(k), path = (fs::path(o.out_dir) / name).string();
+    const std::string damage = path_exists(path) ? shard_damage(path, shard_files.value(name, nlohmann::json())) : "";
+    if (path_exists(path) && damage.empty()) {
       ++sum.shards_skipped;
     } else {
+      if (!damage.empty()) {
+        log_info("extract: " + path + ": " + damage + ": extracted again");
+        ++sum.shards_redone;
+      }
       write_shard(*target, rows, begin, end, n_aux, o.prefill_batch, path, settings);
+      shard_files[name] = {{"bytes", fs::file_size(path)}, {"sha256", sha256_file(path)}};
+      write_manifest();
       computed += tokens;
     }
     done += tokens;

@@ -45,6 +45,7 @@ struct ExtractOptions {
 
 struct ExtractSummary {
   int64_t rows = 0, tokens = 0, trained_tokens = 0, shards = 0, shards_skipped = 0;
+  int64_t shards_redone = 0;   // found in the folder but not as recorded (truncated, changed, unrecorded): redone
   int64_t replies_reused = 0;  // --regenerate: replies read from replies.jsonl of an earlier run
   int64_t draft_vocab = 0, distinct_trained_ids = 0;
   double draft_vocab_coverage = 0;  // share of trained tokens whose id is in the draft vocabulary

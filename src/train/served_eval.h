@@ -27,4 +27,16 @@ std::vector<ServedAcceptance> measure_served_acceptance(Transformer& target, con
                                                         const std::vector<std::vector<int32_t>>& plain,
                                                         const std::vector<DraftParams>& settings, int max_tokens);
 
+// The drafter's first guess at every position of the target's own sequences, fed the target's features (no drafted
+// state in between): the pair (token t+1, aux state of t) against the target's argmax after token t+1. The figure
+// `eaglet doctor` measures, and the trainer records on its report prompts (with their continuations).
+struct TeacherForced {
+  int64_t positions = 0, correct = 0, in_vocab = 0;
+  double accuracy() const { return positions ? static_cast<double>(correct) / static_cast<double>(positions) : 0; }
+  double coverage() const { return positions ? static_cast<double>(in_vocab) / static_cast<double>(positions) : 0; }
+};
+class Eagle3Drafter;
+TeacherForced teacher_forced_step0(Transformer& target, Eagle3Drafter& drafter,
+                                   const std::vector<std::vector<int32_t>>& sequences);
+
 }  // namespace eaglet

@@ -7,6 +7,8 @@
 #include "io/json_util.h"
 #include "kernels/dtype.h"
 #include "util/error.h"
+#include "util/log.h"
+#include "util/sha256.h"
 
 namespace eaglet {
 
@@ -38,6 +40,18 @@ void bf16_rows(const TensorView& t, int64_t width, int64_t from, int64_t n, floa
     std::memcpy(&h, p + i * 2, 2);
     out[i] = bf16_to_f32(h);
   }
+}
+
+// The size and checksum recorded when the shard was written, else an Error naming the shard and the fix.
+void verify_shard(const std::string& path, const nlohmann::json& recorded, const std::string& manifest) {
+  const std::string fix = ": rerun the same `eaglet extract` command, it extracts the shard again";
+  if (!recorded.is_object()) fail(path, ": not in ", manifest, "'s shard_files (written by another run?)", fix);
+  if (!fs::is_regular_file(path)) fail(path, ": is not a file", fix);
+  const uint64_t bytes = fs::file_size(path), want = recorded.value("bytes", uint64_t{0});
+  if (bytes != want)
+    fail(path, ": ", bytes, " bytes, ", want, " recorded in ", manifest, " (truncated or replaced)", fix);
+  if (sha256_file(path) != recorded.value("sha256", ""))
+    fail(path, ": its sha256 is not the one recorded in ", manifest, " (the bytes changed since extraction)", fix);
 }
 
 }  // namespace
@@ -73,6 +87,9 @@ ExtractedData ExtractedData::open(const std::string& dir) {
          "rerun the same `eaglet extract` command, it resumes");
   const int64_t shards = json_require_int(m, manifest_path, "shards");
   if (shards < 1 || shards > (1 << 20)) fail(manifest_path, ": 'shards' must be in [1, 2^20], found ", shards);
+  const nlohmann::json files = m.value("shard_files", nlohmann::json());
+  if (!files.is_object())
+    log_info(manifest_path + ": no shard checksums (extracted before 2026-12): the shards are read unverified");
   const int64_t W = static_cast<int64_t>(d.aux_layers_.size()) * d.hidden_;
   for (int64_t k = 0; k < shards; ++k) {
     char name[48];
@@ -81,6 +98,7 @@ ExtractedData ExtractedData::open(const std::string& dir) {
     if (!path_exists(path))
       fail(path, ": missing: the extraction did not finish (", k, " of ", shards,
            " shards written); rerun the same `eaglet extract` command, it resumes");
+    if (files.is_object()) verify_shard(path, files.value(name, nlohmann::json()), manifest_path);
     Shard s{SafetensorsFile::open(path), nullptr, nullptr, nullptr, nullptr, nullptr};
     const auto ids = s.file->tensors().find("input_ids");
     if (ids == s.file->tensors().end() || ids->second.shape.size() != 1)

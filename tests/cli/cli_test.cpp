@@ -336,14 +336,14 @@ TEST(CliExtract, WritesShardsAndResumes) {
   const auto r = run_command(cmd);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "");
-  EXPECT_THAT(r.err,
-              AllOf(HasSubstr("2 rows"), HasSubstr("2 shards (0 already there)"), HasSubstr("256 ids covering")));
+  EXPECT_THAT(r.err, AllOf(HasSubstr("2 rows"), HasSubstr("2 shards (0 already there and checked, 0 redone)"),
+                           HasSubstr("256 ids covering")));
   for (const char* f :
        {"manifest.json", "shard-00000.safetensors", "shard-00001.safetensors", "draft_vocab.safetensors"})
     EXPECT_TRUE(fs::exists(dir + "/out/" + f)) << f;
   const auto again = run_command(cmd);
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_THAT(again.err, HasSubstr("2 shards (2 already there)"));
+  EXPECT_THAT(again.err, HasSubstr("2 shards (2 already there and checked, 0 redone)"));
   test::write_file(dir + "/bad.jsonl", "{\"prompt\": \"x\"}\n");
   expect_clean_failure(
       run_command(eaglet("extract -q -m " + pycode() + " --data " + dir + "/bad.jsonl --out " + dir + "/out2")), 1,

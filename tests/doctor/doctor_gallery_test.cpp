@@ -10,6 +10,8 @@
 #include "doctor/report.h"
 #include "io/json_util.h"
 #include "test_env.h"
+#include "tokenizer/tokenizer.h"
+#include "util/sha256.h"
 
 namespace eaglet::test {
 namespace {
@@ -19,11 +21,14 @@ using doctor::Verdict;
 
 const std::string kEchoTarget = "drafters/targets/echo_fp32";
 
-Report run(const std::string& drafter_dir, const std::string& target = kEchoTarget) {
+const std::vector<std::string> kPrompts = {"the quick brown fox", "abc def ghi jkl"};
+
+// `prompts` false: none given, as a user who lets a training record choose its own.
+Report run(const std::string& drafter_dir, const std::string& target = kEchoTarget, bool prompts = true) {
   doctor::DoctorOptions o;
   o.target_dir = fixtures_dir() + "/" + target;
   o.spec.drafter = drafter_dir;
-  o.prompts = {"the quick brown fox", "abc def ghi jkl"};
+  if (prompts) o.prompts = kPrompts;
   o.max_tokens = 24;
   return doctor::run_doctor(o);
 }
@@ -328,8 +333,9 @@ TEST(DoctorGallery, UnreadableFilesAreFailLinesNotErrors) {
   EXPECT_TRUE(has(target_as_drafter, "config", Verdict::Fail));
 }
 
-std::string record(double acc0, double served_4_1_5, int hidden = 64) {
-  return nlohmann::json{
+// A record as the trainer writes it; `report` false: an older record that does not name its prompts.
+std::string record(double acc0, double served_4_1_5, int hidden = 64, bool report = true) {
+  nlohmann::json j = {
       {"format", "eaglet-training/1"},
       {"acc", {acc0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4}},
       {"served", {{{"setting", "4,1,5"}, {"accept_len", served_4_1_5}}, {{"setting", "5,4,8"}, {"accept_len", 3.2}}}},
@@ -337,21 +343,34 @@ std::string record(double acc0, double served_4_1_5, int hidden = 64) {
        {{"architectures", {"LlamaForCausalLM"}},
         {"hidden_size", hidden},
         {"num_hidden_layers", 8},
-        {"vocab_size", 384}}}}
-      .dump();
+        {"vocab_size", 384}}}};
+  if (report) {
+    const Tokenizer tok = Tokenizer::load(fixtures_dir() + "/" + kEchoTarget);
+    std::vector<std::vector<int32_t>> ids;
+    for (const std::string& p : kPrompts) ids.push_back(tok.encode(p, tok.adds_bos()));
+    j["report"] = {{"prompt_token_ids", ids},
+                   {"max_tokens", 24},
+                   {"prompts_sha256", sha256_token_lists(ids)},
+                   {"step0_accuracy", acc0}};
+  }
+  return j.dump();
 }
 
+// Without --prompts the record's own prompts are decoded: its figures get a verdict.
 TEST(DoctorGallery, TrainingRecordMatchesServing) {
-  const Report r = run(make_drafter("record_ok", "exact_echo", {}, {{"eaglet_training.json", record(0.98, 4.8)}}));
+  const Report r = run(make_drafter("record_ok", "exact_echo", {}, {{"eaglet_training.json", record(0.98, 4.8)}}),
+                       kEchoTarget, false);
   EXPECT_TRUE(all_pass(r));
+  EXPECT_TRUE(has(r, "prompts", Verdict::Pass));
   EXPECT_TRUE(has(r, "served vs training chain 4/1/5", Verdict::Pass));
   EXPECT_TRUE(has(r, "served vs training tree 5/4/8", Verdict::Pass));
 }
 
 TEST(DoctorGallery, ServingFarBelowTheTrainingRecord) {
-  const Report r = run(make_drafter("record_norm", "exact_echo",
-                                    [](nlohmann::json& c, Tensors&) { c.erase("norm_before_residual"); },
-                                    {{"eaglet_training.json", record(0.98, 4.8)}}));
+  const Report r = run(
+      make_drafter("record_norm", "exact_echo", [](nlohmann::json& c, Tensors&) { c.erase("norm_before_residual"); },
+                   {{"eaglet_training.json", record(0.98, 4.8)}}),
+      kEchoTarget, false);
   EXPECT_TRUE(has(r, "served vs training chain 4/1/5", Verdict::Fail)) << accept_len(r, 0);
   EXPECT_TRUE(has(r, "step-0 accuracy", Verdict::Pass));  // step 0 is intact: a later-step contract is broken
   // Features gone (embedding from another model): step-0 accuracy far below the recorded acc_0.
@@ -361,8 +380,52 @@ TEST(DoctorGallery, ServingFarBelowTheTrainingRecord) {
                                              for (int64_t i = 0; i < e.numel(); ++i)
                                                e.set_f32(i, static_cast<float>((i * 7919) % 13) - 6.0f);
                                            },
-                                           {{"eaglet_training.json", record(0.98, 4.8)}}));
+                                           {{"eaglet_training.json", record(0.98, 4.8)}}),
+                              kEchoTarget, false);
   EXPECT_TRUE(has(features, "step-0 accuracy", Verdict::Fail));
+}
+
+// Figures measured on other prompts than the record's are reported without a verdict: with --prompts, and for a
+// record that does not name its prompts. The zero-acceptance and near-chance checks still judge.
+TEST(DoctorGallery, OtherPromptsThanTheRecordsGetNoVerdict) {
+  const std::string healthy =
+      make_drafter("record_other_prompts", "exact_echo", {}, {{"eaglet_training.json", record(0.98, 9.0)}});
+  const Report given = run(healthy);
+  EXPECT_TRUE(has(given, "served vs training chain 4/1/5", Verdict::Info));
+  EXPECT_TRUE(has(given, "step-0 accuracy", Verdict::Info));
+  EXPECT_NE(given.find("served vs training chain 4/1/5")->reason.find("not the record's"), std::string::npos);
+  EXPECT_FALSE(given.failed());
+  EXPECT_NE(doctor::report_table(given).find(" FAIL, 3 INFO\n"), std::string::npos) << doctor::report_table(given);
+  const Report older =
+      run(make_drafter("record_no_prompts", "exact_echo", {}, {{"eaglet_training.json", record(0.98, 9.0, 64, false)}}),
+          kEchoTarget, false);
+  EXPECT_TRUE(has(older, "served vs training tree 5/4/8", Verdict::Info));
+  EXPECT_NE(older.find("served vs training tree 5/4/8")->reason.find("does not name its prompts"), std::string::npos);
+  EXPECT_EQ(older.find("prompts"), nullptr);
+  const Report broken = run(make_drafter("record_other_prompts_broken", "exact_echo",
+                                         [](nlohmann::json&, Tensors& t) {
+                                           OwnedTensor& e = t["embed_tokens.weight"];
+                                           for (int64_t i = 0; i < e.numel(); ++i)
+                                             e.set_f32(i, static_cast<float>((i * 7919) % 13) - 6.0f);
+                                         },
+                                         {{"eaglet_training.json", record(0.98, 4.8)}}));
+  EXPECT_TRUE(broken.failed()) << doctor::report_table(broken);
+}
+
+// A record beside other weights than those it was made for (model_sha256) is named (a quantized drafter keeps the
+// record of its dense original, so that doctor shows what quantizing cost); one edited by hand is refused.
+TEST(DoctorGallery, RecordOfOtherWeights) {
+  nlohmann::json rec = nlohmann::json::parse(record(0.98, 4.8));
+  rec["model_sha256"] = std::string(64, 'a');
+  const Report r = run(make_drafter("record_other_weights", "exact_echo", {}, {{"eaglet_training.json", rec.dump()}}),
+                       kEchoTarget, false);
+  EXPECT_TRUE(has(r, "training record", Verdict::Info));
+  EXPECT_NE(r.find("training record")->reason.find("recorded for other weights"), std::string::npos);
+  rec["report"]["prompt_token_ids"][0][0] = 7;
+  const Report edited =
+      run(make_drafter("record_edited", "exact_echo", {}, {{"eaglet_training.json", rec.dump()}}), kEchoTarget, false);
+  EXPECT_TRUE(has(edited, "training record", Verdict::Fail));
+  EXPECT_NE(edited.find("training record")->reason.find("not the hash of its prompt_token_ids"), std::string::npos);
 }
 
 TEST(DoctorGallery, TrainingRecordForAnotherTargetOrMalformed) {

@@ -18,6 +18,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "train/dataset.h"
+#include "train/shards.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -166,6 +167,50 @@ TEST(Extract, TokenBudgetAndResume) {
   o.chat_template_file = dir + "/other.jinja";  // messages rows would render otherwise
   EXPECT_THAT(test::error_of([&] { run_extract(o); }),
               AllOf(HasSubstr("other settings"), HasSubstr("chat_template"), HasSubstr("other.jinja")));
+}
+
+// Shards that lie: truncated, zeroed, random or bit-flipped shards are extracted again on resume (a note names
+// each), a folder in a shard's place is refused, and a shard damaged after extraction is refused when it is read.
+TEST(Extract, DamagedShardsAreExtractedAgainOrRefused) {
+  const std::string dir = test::temp_dir("extract_damaged");
+  const ExtractOptions o = options(tiny("llama_fp32"), write_rows(dir, 5), dir + "/out");
+  const ExtractSummary first = run_extract(o);
+  ASSERT_GE(first.shards, 4);
+  const nlohmann::json manifest = nlohmann::json::parse(test::read_file(dir + "/out/manifest.json"));
+  ASSERT_EQ(manifest["shard_files"].size(), static_cast<size_t>(first.shards));
+  EXPECT_EQ(manifest["settings"]["target_fingerprint"].get<std::string>().size(), 64u);
+  const auto shard = [&](int k) { return dir + "/out/shard-0000" + std::to_string(k) + ".safetensors"; };
+  std::vector<std::string> good;
+  for (int k = 0; k < 4; ++k) good.push_back(test::read_file(shard(k)));
+  EXPECT_EQ(manifest["shard_files"]["shard-00002.safetensors"]["bytes"], good[2].size());
+
+  std::string flipped = good[3];
+  flipped[flipped.size() / 2] ^= 0x10;
+  std::string random(good[2].size(), '\0');
+  for (size_t i = 0; i < random.size(); ++i) random[i] = static_cast<char>((i * 2654435761u) >> 13);
+  test::write_file(shard(0), good[0].substr(0, good[0].size() / 2));  // truncated
+  test::write_file(shard(1), std::string(good[1].size(), '\0'));      // zeroed
+  test::write_file(shard(2), random);                                 // random, the right size
+  test::write_file(shard(3), flipped);                                // one bit
+  const ExtractSummary again = run_extract(o);
+  EXPECT_EQ(again.shards_redone, 4);
+  EXPECT_EQ(again.shards_skipped, first.shards - 4);
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(test::read_file(shard(k)), good[static_cast<size_t>(k)]) << "shard " << k;
+
+  fs::remove(shard(1));
+  fs::create_directory(shard(1));
+  EXPECT_THAT(test::error_of([&] { run_extract(o); }),
+              AllOf(HasSubstr("shard-00001.safetensors: is not a file"), HasSubstr("move it away")));
+  fs::remove(shard(1));
+  ASSERT_EQ(run_extract(o).shards_redone, 0);
+
+  test::write_file(shard(3), flipped);  // damaged after extraction: training refuses it
+  EXPECT_THAT(test::error_of([&] { ExtractedData::open(dir + "/out"); }),
+              AllOf(HasSubstr("shard-00003.safetensors: its sha256 is not the one recorded"),
+                    HasSubstr("rerun the same `eaglet extract` command")));
+  test::write_file(shard(3), good[3].substr(0, 100));
+  EXPECT_THAT(test::error_of([&] { ExtractedData::open(dir + "/out"); }),
+              AllOf(HasSubstr("shard-00003.safetensors: 100 bytes,"), HasSubstr("truncated or replaced")));
 }
 
 // An extraction that would train nothing (no assistant turn, empty completions) is an error naming why, before any

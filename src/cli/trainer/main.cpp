@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
                  "Evaluate (held-out acc_k, served accept len) every N steps; 0: at the end")
       ->check(CLI::Range(0, 1 << 30));
   app.add_option("--save-every", o.save_every, "Checkpoint train-state/ every N steps")->check(CLI::Range(1, 1 << 30));
-  app.add_option("--eval-prompts", o.eval_prompts, "Held-out prompts decoded for served accept len")
+  app.add_option("--eval-prompts", o.eval_prompts,
+                 "Held-out prompts decoded for served accept len, in each of the selection and report sets")
       ->check(CLI::Range(1, 100000));
   app.add_option("--eval-prompt-tokens", o.eval_prompt_tokens, "Tokens of each held-out prompt")
       ->check(CLI::Range(1, 1 << 20));
@@ -95,9 +96,9 @@ int main(int argc, char** argv) {
     const eaglet::TrainSummary s = eaglet::run_train_draft(o);
     std::fprintf(stderr,
                  "train-draft: %lld steps, %lld tokens in %.1f s (%.0f training tok/s); kept step %lld, served accept "
-                 "len %.2f, in %s\n",
+                 "len %.2f on the report prompts (%.2f on the selection prompts that chose it), in %s\n",
                  static_cast<long long>(s.steps), static_cast<long long>(s.tokens), s.seconds, s.tokens_per_second,
-                 static_cast<long long>(s.best_step), s.best_accept_len, o.out_dir.c_str());
+                 static_cast<long long>(s.best_step), s.report_accept_len, s.best_accept_len, o.out_dir.c_str());
     return 0;
   });
 }

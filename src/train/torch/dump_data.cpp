@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "io/files.h"
+#include "io/fingerprint.h"
 #include "io/json_util.h"
 #include "io/safetensors.h"
 #include "model/block.h"
@@ -459,6 +460,16 @@ std::unique_ptr<TrainingData> open_extracted(const std::string& dir, const Model
     fail(manifest, ": extracted from another target (hidden ", data->hidden_size(), ", vocabulary ", data->vocab_size(),
          ", ", json_int(s, manifest, "target_num_layers", -1), " layers) than ", tc.dir, " (", tc.hidden_size, ", ",
          tc.vocab_size, ", ", tc.num_layers, "); extract again with -m ", tc.dir);
+  const std::string recorded = json_string(s, manifest, "target_fingerprint", "");
+  if (recorded.empty()) {
+    log_info(manifest + ": no target fingerprint (extracted before 2026-12): the target is checked by its shape only");
+  } else if (const std::string mine = model_fingerprint(tc.dir); mine != recorded) {
+    fail(manifest, ": extracted from another checkpoint than ", tc.dir, " (target fingerprint ", recorded.substr(0, 16),
+         "... recorded, ", mine.substr(0, 16),
+         "... here: other weights, a quantized copy or an edited config.json, "
+         "with the same shape); train with the target the features came from (",
+         json_string(s, manifest, "target", "?"), "), or extract again with -m ", tc.dir);
+  }
   return data;
 }
 

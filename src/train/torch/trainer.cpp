@@ -28,6 +28,7 @@
 #include "util/error.h"
 #include "util/int_list.h"
 #include "util/log.h"
+#include "util/sha256.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
 
@@ -206,6 +207,52 @@ std::string fmt_list(const std::vector<double>& v) {
   return s;
 }
 
+// Served prompts: windows of held-out sequences, alternately for choosing the kept drafter (selection) and for the
+// figures recorded with it (report), so that the record is not measured on the prompts that chose it. Windows are
+// `prompt_tokens` long, or half the longest held-out sequence when that is shorter; first windows of every sequence
+// first.
+struct PromptSet {
+  std::vector<std::vector<int32_t>> prompts, plain;  // prompts and the target's own continuations
+  std::string sha256;                                // of the prompts' ids, one line each
+};
+
+std::pair<PromptSet, PromptSet> held_out_prompts(const TrainingData& data, const std::vector<SequenceRef>& held,
+                                                 size_t per_set, int64_t prompt_tokens) {
+  int64_t longest = 0;
+  for (const SequenceRef& q : held) longest = std::max(longest, q.length);
+  const int64_t n = std::min(prompt_tokens, std::max<int64_t>(1, longest / 2));
+  PromptSet sets[2];
+  size_t next = 0;
+  for (int64_t j = 0; (j + 1) * n <= longest; ++j)
+    for (const SequenceRef& q : held) {
+      if ((j + 1) * n > q.length) continue;
+      if (sets[next].prompts.size() >= per_set) next = 1 - next;
+      if (sets[next].prompts.size() >= per_set) return {std::move(sets[0]), std::move(sets[1])};
+      std::vector<int64_t> ids(static_cast<size_t>((j + 1) * n));
+      data.read(q, 0, (j + 1) * n, ids.data(), nullptr, nullptr, nullptr);
+      sets[next].prompts.emplace_back(ids.begin() + static_cast<long>(j * n), ids.end());
+      next = 1 - next;
+    }
+  return {std::move(sets[0]), std::move(sets[1])};
+}
+
+json served_json(const std::vector<ServedAcceptance>& served) {
+  json out = json::array();
+  for (const ServedAcceptance& a : served)
+    out.push_back({{"setting", a.setting.setting()},
+                   {"accept_len", a.accept_len},
+                   {"per_depth", a.per_depth},
+                   {"identical_to_plain", a.identical}});
+  return out;
+}
+
+void require_lossless(const std::vector<ServedAcceptance>& served, const std::string& dir) {
+  for (const ServedAcceptance& a : served)
+    if (!a.identical)
+      fail("train-draft: speculative output differs from the target's alone with ", dir, " (setting ",
+           a.setting.setting(), "): a lossless-decoding bug, please report it");
+}
+
 void replace_dir(const fs::path& tmp, const fs::path& dest) {
   const fs::path old = dest.string() + ".old";
   fs::remove_all(old);
@@ -339,29 +386,55 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     fail("train-draft: the served drafter computes something else than the trained one (relative logit difference ",
          sum.check_error, " > ", o.check_tolerance, "): a contract between trainer and server is broken");
 
-  // Served prompts: the first tokens of held-out sequences, continued by the target.
-  std::vector<std::vector<int32_t>> prompts;
-  for (const SequenceRef& q : held) {
-    if (static_cast<int>(prompts.size()) >= o.eval_prompts) break;
-    if (q.length < o.eval_prompt_tokens) continue;
-    std::vector<int64_t> ids(static_cast<size_t>(o.eval_prompt_tokens));
-    data.read(q, 0, o.eval_prompt_tokens, ids.data(), nullptr, nullptr, nullptr);
-    prompts.emplace_back(ids.begin(), ids.end());
+  auto [selection, report] = held_out_prompts(data, held, static_cast<size_t>(o.eval_prompts), o.eval_prompt_tokens);
+  if (selection.prompts.empty() || report.prompts.empty())
+    fail(o.data_dir, ": the held-out sequences are too short for served prompts (", held.size(),
+         " sequences); extract longer rows or raise --holdout");
+  for (PromptSet* set : {&selection, &report}) {
+    set->plain = plain_continuations(*target, set->prompts, o.eval_max_tokens);
+    set->sha256 = sha256_token_lists(set->prompts);
   }
-  if (prompts.empty()) {
-    std::vector<int64_t> ids(static_cast<size_t>(held[0].length));
-    data.read(held[0], 0, held[0].length, ids.data(), nullptr, nullptr, nullptr);
-    prompts.emplace_back(ids.begin(), ids.end());
-  }
-
-  const std::vector<std::vector<int32_t>> plain = plain_continuations(*target, prompts, o.eval_max_tokens);
+  const int64_t prompt_tokens = static_cast<int64_t>(selection.prompts[0].size());
+  log_info(
+      strprintf("train-draft: served prompts of %lld held-out tokens: %zu choose the kept drafter, %zu others "
+                "give its recorded figures",
+                static_cast<long long>(prompt_tokens), selection.prompts.size(), report.prompts.size()));
 
   // Held-out acc_k and served accept len of the current weights; the best by served accept len is kept in OUT.
+  // Every evaluation: held-out acc_k and the selection prompts' served accept len. A better drafter is checked as one
+  // network with the libtorch net, measured on the report prompts and kept in OUT with its record.
   const auto evaluate_and_keep = [&](int64_t at) {
     const HeldOut h = evaluate(net, data, teacher, held, o.ttt_steps, o.decay, o.batch);
     write_weights(candidate.string(), net, data);
-    const std::vector<ServedAcceptance> served =
-        measure_served_acceptance(*target, candidate.string(), prompts, plain, o.eval_settings, o.eval_max_tokens);
+    const std::vector<ServedAcceptance> chosen_by = measure_served_acceptance(
+        *target, candidate.string(), selection.prompts, selection.plain, o.eval_settings, o.eval_max_tokens);
+    require_lossless(chosen_by, candidate.string());
+    std::string line;
+    for (const ServedAcceptance& a : chosen_by)
+      line += strprintf("%s%s %.2f", line.empty() ? "" : ", ", a.setting.setting().c_str(), a.accept_len);
+    const double accept = chosen_by[o.select_setting].accept_len;
+    const bool better = accept > sum.best_accept_len || sum.best_step < 0;
+    if (!better) {
+      log_info(strprintf("eval step %lld: held-out acc %s | selection accept len %s", static_cast<long long>(at),
+                         fmt_list(h.acc).c_str(), line.c_str()));
+      return;
+    }
+    const double check = check_one_network(net, candidate.string(), *target, data, held[0]);
+    if (!(check <= o.check_tolerance))
+      fail("train-draft: at step ", at,
+           " the served drafter computes something else than the trained one (relative "
+           "logit difference ",
+           check, " > ", o.check_tolerance, "): a contract between trainer and server is broken");
+    const std::vector<ServedAcceptance> reported = measure_served_acceptance(
+        *target, candidate.string(), report.prompts, report.plain, o.eval_settings, o.eval_max_tokens);
+    require_lossless(reported, candidate.string());
+    const double step0 = [&] {
+      std::vector<std::vector<int32_t>> sequences = report.prompts;
+      for (size_t i = 0; i < sequences.size(); ++i)
+        sequences[i].insert(sequences[i].end(), report.plain[i].begin(), report.plain[i].end());
+      return teacher_forced_step0(*target, *Speculation::load_drafter(candidate.string(), {}, *target), sequences)
+          .accuracy();
+    }();
     json record = {{"format", "eaglet-training/1"},
                    {"step", at},
                    {"steps", steps},
@@ -373,38 +446,37 @@ TrainSummary run_train_draft(const TrainOptions& o) {
                    {"data", fs::absolute(o.data_dir).lexically_normal().string()},
                    {"draft_layer", {{"shape", describe_layer(layer.shape)}, {"origin", layer.origin}}},
                    {"held_out_sequences", held.size()},
-                   {"served_prompts", prompts.size()},
+                   {"one_network_error", check},
+                   {"model_sha256", sha256_file((candidate / "model.safetensors").string())},
+                   {"served", served_json(reported)},
+                   {"report",
+                    {{"prompts_sha256", report.sha256},
+                     {"max_tokens", o.eval_max_tokens},
+                     {"step0_accuracy", step0},
+                     {"prompt_token_ids", report.prompts}}},
+                   {"selection",
+                    {{"prompts_sha256", selection.sha256},
+                     {"prompts", selection.prompts.size()},
+                     {"setting", o.eval_settings[o.select_setting].setting()},
+                     {"served", served_json(chosen_by)}}},
                    {"target",
                     {{"dir", tc.dir},
                      {"model_type", tc.model_type},
                      {"hidden_size", tc.hidden_size},
                      {"num_hidden_layers", tc.num_layers},
                      {"vocab_size", tc.vocab_size}}}};
-    std::string line;
-    for (const ServedAcceptance& a : served) {
-      record["served"].push_back({{"setting", a.setting.setting()},
-                                  {"accept_len", a.accept_len},
-                                  {"per_depth", a.per_depth},
-                                  {"identical_to_plain", a.identical}});
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%s%s %.2f", line.empty() ? "" : ", ", a.setting.setting().c_str(), a.accept_len);
-      line += buf;
-      if (!a.identical)
-        fail("train-draft: speculative output differs from the target's alone with ", candidate.string(), " (setting ",
-             a.setting.setting(), "): a lossless-decoding bug, please report it");
-    }
-    const double accept = served[o.select_setting].accept_len;
-    const bool better = accept > sum.best_accept_len || sum.best_step < 0;
-    log_info(strprintf("eval step %lld: held-out acc %s | served accept len %s%s", static_cast<long long>(at),
-                       fmt_list(h.acc).c_str(), line.c_str(), better ? " (best: kept)" : ""));
+    log_info(
+        strprintf("eval step %lld: held-out acc %s | selection accept len %s (best: kept; one network %.1e; "
+                  "report accept len %.2f)",
+                  static_cast<long long>(at), fmt_list(h.acc).c_str(), line.c_str(), check,
+                  reported[o.select_setting].accept_len));
     write_file_atomic((candidate / "eaglet_training.json").string(), record.dump(2) + "\n");
-    if (better) {
-      sum.best_accept_len = accept;
-      sum.best_step = at;
-      best_record = record;
-      for (const char* f : {"config.json", "model.safetensors", "eaglet_training.json"})
-        copy_file_atomic((candidate / f).string(), (out / f).string());  // whole or not at all (a full disk)
-    }
+    sum.best_accept_len = accept;
+    sum.report_accept_len = reported[o.select_setting].accept_len;
+    sum.best_step = at;
+    best_record = record;
+    for (const char* f : {"config.json", "model.safetensors", "eaglet_training.json"})
+      copy_file_atomic((candidate / f).string(), (out / f).string());  // whole or not at all (a full disk)
   };
   const auto save_state = [&]() {
     const fs::path tmp = out / "train-state.tmp";
@@ -475,7 +547,14 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   if (sum.best_step != steps) evaluate_and_keep(steps);
   save_state();
   sum.steps = steps;
-  if (best_record.is_object()) sum.acc = best_record["acc"].get<std::vector<double>>();
+  // The drafter in OUT is the one checked when it was kept: its bytes, not a later write, are what the record names.
+  if (best_record.is_object()) {
+    sum.acc = best_record["acc"].get<std::vector<double>>();
+    sum.report_accept_len = best_record["served"][o.select_setting]["accept_len"].get<double>();
+    if (sha256_file((out / "model.safetensors").string()) != best_record.value("model_sha256", ""))
+      fail((out / "model.safetensors").string(), ": not the weights checked and recorded in eaglet_training.json (",
+           "changed while training?); train again into a new --out");
+  }
   fs::remove_all(candidate);
   sum.seconds = timer.seconds();
   return sum;

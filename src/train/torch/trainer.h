@@ -45,8 +45,10 @@ struct TrainOptions {
 
 struct TrainSummary {
   int64_t steps = 0, tokens = 0, best_step = -1;
-  double seconds = 0, tokens_per_second = 0, best_accept_len = 0, check_error = 0;
-  std::vector<double> acc;  // held-out acc_k of the kept drafter
+  double seconds = 0, tokens_per_second = 0, check_error = 0;
+  double best_accept_len = 0;    // on the selection prompts, which chose the kept drafter
+  double report_accept_len = 0;  // the kept drafter's on the report prompts (recorded in eaglet_training.json)
+  std::vector<double> acc;       // held-out acc_k of the kept drafter
 };
 
 TrainSummary run_train_draft(const TrainOptions& options);

@@ -24,6 +24,7 @@ namespace eaglet {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // The bigram target of the drafter fixtures: its next token is a fixed function of the current one, so a drafter can
@@ -229,6 +230,61 @@ TEST_F(TrainDraftTest, ShortRunLearnsAndServes) {
   EXPECT_EQ(ma[1], mb[1]);
 }
 
+std::string file_sha256(const std::string& path) {
+  const auto r = test::run_command("sha256sum " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out.substr(0, 64);
+}
+
+// The kept drafter: chosen on the selection prompts, recorded on others, checked as one network when kept, and kept
+// through later worse evaluations, a resume included (a resumed run at a destructive learning rate).
+TEST_F(TrainDraftTest, BestDrafterIsKeptAndRecordedOnOtherPrompts) {
+  const std::string out = test::temp_dir("train_kept") + "/d";
+  const std::string flags =
+      " --batch 4 --max-length 64 --ttt-steps 2 --holdout 0.1 --eval-every 40 --eval-prompts 3 "
+      "--eval-prompt-tokens 16 --eval-max-tokens 24 --log-every 40 -t 2";
+  test::CommandResult r;
+  std::string log = train(out, "--steps 80 --lr 3e-3" + flags, "", &r);
+  ASSERT_EQ(r.exit_code, 0) << log;
+  EXPECT_THAT(log, HasSubstr("3 choose the kept drafter, 3 others give its recorded figures"));
+  const nlohmann::json kept = read_json_file(out + "/eaglet_training.json");
+  EXPECT_NE(kept["report"]["prompts_sha256"], kept["selection"]["prompts_sha256"]);
+  ASSERT_EQ(kept["report"]["prompt_token_ids"].size(), 3u);
+  EXPECT_THAT(log, HasSubstr("served prompts of " + std::to_string(kept["report"]["prompt_token_ids"][0].size()) +
+                             " held-out tokens"));
+  EXPECT_EQ(kept["selection"]["prompts"], 3);
+  EXPECT_LE(kept["one_network_error"].get<double>(), 0.02);
+  EXPECT_EQ(kept["model_sha256"], file_sha256(out + "/model.safetensors"));
+  const double chosen = kept["selection"]["served"][1]["accept_len"].get<double>();
+  EXPECT_GT(chosen, 1.3) << kept.dump();
+  EXPECT_GT(kept["served"][1]["accept_len"].get<double>(), 1.3) << kept.dump();
+  EXPECT_NE(kept["served"][1]["accept_len"], kept["selection"]["served"][1]["accept_len"])
+      << "the report prompts give their own figure";
+  // doctor decodes the record's own prompts and finds its figures again, to the printed digit.
+  const auto doc = test::run_command(test::eaglet_bin() + " doctor -m " + echo_target() + " -d " + out);
+  EXPECT_THAT(doc.out, HasSubstr("PASS  prompts "));
+  for (const char* check : {"served vs training chain 4/1/5", "served vs training tree 5/4/8", "step-0 accuracy"}) {
+    const std::regex figures(std::string("PASS  ") + check +
+                             " +[^\\n]* ([0-9.]+)( now| over [0-9]+ positions) vs ([0-9.]+) ");
+    std::smatch f;
+    ASSERT_TRUE(std::regex_search(doc.out, f, figures)) << check << "\n" << doc.out;
+    EXPECT_EQ(f[1], f[3]) << check;
+  }
+
+  // Resumed at a learning rate that wrecks the weights: the evaluation at step 120 is worse, the kept drafter stays.
+  log = train(out, "--resume --steps 120 --lr 5 --warmup 0" + flags, "", &r);
+  ASSERT_EQ(r.exit_code, 0) << log;
+  const std::regex worse("eval step 120: [^\\n]*selection accept len [0-9,]+ [0-9.]+, 5,4,8 ([0-9.]+)\\n");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, worse)) << log;
+  EXPECT_LT(std::stod(m[1]), chosen);
+  EXPECT_EQ(read_json_file(out + "/eaglet_training.json"), kept);
+  EXPECT_EQ(file_sha256(out + "/model.safetensors"), kept["model_sha256"]);
+  const nlohmann::json state = read_json_file(out + "/train-state/state.json");
+  EXPECT_EQ(state["best_step"], kept["step"]);
+  EXPECT_EQ(state["step"], 120);
+}
+
 std::map<int, double> step_losses(const std::string& log) {
   std::map<int, double> out;
   const std::regex line("step ([0-9]+)/[0-9]+ loss ([0-9.]+)");
@@ -363,6 +419,17 @@ TEST_F(TrainDraftTest, RefusesWhatCannotBeTrained) {
                                          " --out " + dir + "/d");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("not a folder written by `eaglet extract`"));
+  // The same shape, other weights (one bf16 value of the head changed): the features are another model's.
+  const std::string copy = dir + "/echo_copy";
+  fs::copy(echo_target(), copy, fs::copy_options::recursive);
+  std::string weights = test::read_file(copy + "/model.safetensors");
+  weights[weights.size() - 3] ^= 0x01;
+  test::write_file(copy + "/model.safetensors", weights);
+  const auto retrained = test::run_command(test::eaglet_bin() + " train-draft -m " + copy + " --data " + data_dir() +
+                                           " --out " + dir + "/e");
+  EXPECT_EQ(retrained.exit_code, 1);
+  EXPECT_THAT(retrained.err, AllOf(HasSubstr("extracted from another checkpoint than " + copy),
+                                   HasSubstr("target fingerprint"), HasSubstr(echo_target())));
 }
 
 }  // namespace
