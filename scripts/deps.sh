@@ -12,7 +12,7 @@ run_only=0
 if [ "${1:-}" = "--run" ]; then run_only=1; shift; fi
 packages=(cmake make g++ pkg-config nlohmann-json3-dev libpcre2-dev libcli11-dev libcpp-httplib-dev "$@")
 if [ $run_only -eq 0 ]; then
-  packages+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev zlib1g-dev libopenblas0-pthread python3 python3-numpy
+  packages+=(libgtest-dev libgmock-dev libbenchmark-dev libtorch-dev libgloo-dev zlib1g-dev libopenblas0-pthread python3 python3-numpy
              python3-torch python3-regex python3-jinja2 clang-format)
 fi
 missing=()

@@ -8,7 +8,6 @@
 
 namespace eaglet {
 
-
 std::string model_fingerprint(const std::string& model_dir);
 
 }  // namespace eaglet

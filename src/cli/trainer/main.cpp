@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/common.h"
+#include "cli/trainer/launch.h"
 #include "train/torch/trainer.h"
 
 int main(int argc, char** argv) {
@@ -79,10 +80,41 @@ int main(int argc, char** argv) {
   app.add_option("--bf16", o.bf16, "Matmuls of the training forward in bf16 autocast (true) or fp32 (false)");
   app.add_flag("--online", o.online, "--data is a JSONL file: no shards, the target's forward feeds each batch");
   eaglet::cli::add_threads_option(app, o.threads);
+  int nproc = 1;
+  app.add_option("--nproc", nproc, "Data-parallel: start N local processes (gradients summed over c10d/Gloo)")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--dist-url", o.dist.url,
+                 "Data-parallel across machines: tcp://HOST:PORT where rank 0 listens (PyTorch's init method)");
+  app.add_option("--world-size", o.dist.world, "Data-parallel: processes in the run, all machines together")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--rank", o.dist.rank, "Data-parallel: this process's rank (0 evaluates, exports, checkpoints)")
+      ->check(CLI::Range(0, (1 << 16) - 1));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (nproc > 1) {
+    if (!o.dist.url.empty() || o.dist.world != 1 || o.dist.rank != 0) {
+      std::fprintf(stderr, "error: --nproc starts its own processes; --dist-url/--world-size/--rank join others\n");
+      return 2;
+    }
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--nproc") {
+        ++i;
+        continue;
+      }
+      if (a.rfind("--nproc=", 0) != 0) args.push_back(a);
+    }
+    return eaglet::cli::run_reporting_errors(
+        [&] { return eaglet::cli::launch_local_processes(args, nproc, o.threads); });
+  }
+  if (o.dist.world > 1 && o.dist.url.empty()) {
+    std::fprintf(stderr, "error: --world-size %d needs --dist-url tcp://HOST:PORT (where rank 0 listens)\n",
+                 o.dist.world);
+    return 2;
   }
   return eaglet::cli::run_reporting_errors([&] {
     o.loss_norm = loss_norm == "counted" ? eaglet::LossNorm::Counted : eaglet::LossNorm::Official;
@@ -94,6 +126,7 @@ int main(int argc, char** argv) {
       o.select_setting = o.eval_settings.size() - 1;
     }
     const eaglet::TrainSummary s = eaglet::run_train_draft(o);
+    if (o.dist.rank != 0) return 0;  // rank 0 reports
     std::fprintf(stderr,
                  "train-draft: %lld steps, %lld tokens in %.1f s (%.0f training tok/s); kept step %lld, served accept "
                  "len %.2f on the report prompts (%.2f on the selection prompts that chose it), in %s\n",

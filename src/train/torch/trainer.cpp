@@ -1,6 +1,7 @@
 #include "train/torch/trainer.h"
 
 #include <ATen/autocast_mode.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <numbers>
 #include <random>
+#include <sstream>
 
 #include "drafter/eagle3_export.h"
 #include "drafter/speculation.h"
@@ -22,6 +24,7 @@
 #include "train/draft_layer.h"
 #include "train/online_data.h"
 #include "train/served_eval.h"
+#include "train/torch/distributed.h"
 #include "train/torch/draft_net.h"
 #include "train/torch/dump_data.h"
 #include "train/torch/ttt.h"
@@ -270,6 +273,22 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   if (o.ttt_steps < 1 || o.ttt_steps > 32) fail("train-draft: --ttt-steps must be in [1, 32], found ", o.ttt_steps);
   if (o.batch < 1 || o.max_length < 4) fail("train-draft: --batch must be >= 1 and --max-length >= 4");
   if (o.select_setting >= o.eval_settings.size()) fail("train-draft: no evaluation setting to select by");
+  const std::unique_ptr<DataParallel> dp = DataParallel::join(o.dist);
+  if (dp->world() > 1) {
+    if (o.batch < dp->world())
+      fail("train-draft: --batch ", o.batch, " is the global batch; it needs at least one sequence per process (",
+           dp->world(), ")");
+    if (o.loss_norm == LossNorm::Counted)
+      fail(
+          "train-draft: --loss-norm counted divides by counts only the whole batch knows; use the official loss with "
+          "several processes");
+  }
+  if (!dp->lead()) {  // rank 0 reports; the others say only what goes wrong
+    const int rank = dp->rank();
+    set_log_sink([rank](LogLevel level, const std::string& line) {
+      if (level != LogLevel::Info) std::fprintf(stderr, "rank %d: %s\n", rank, line.c_str());
+    });
+  }
   auto target = Transformer::load(o.target_dir);
   const ModelConfig& tc = target->config();
   DataSourceOptions source = o.source;
@@ -307,9 +326,13 @@ TrainSummary run_train_draft(const TrainOptions& o) {
                   : std::max<int64_t>(
                         1, static_cast<int64_t>(std::ceil(o.epochs * static_cast<double>(train.size()) / o.batch)));
 
-  const fs::path out(o.out_dir), candidate = out / ".candidate", state_dir = out / "train-state";
+  // Only rank 0 writes OUT; another rank writes the drafter's config it reads back in a folder of its own.
+  const fs::path out(o.out_dir), state_dir = out / "train-state";
+  const fs::path candidate = dp->lead() ? out / ".candidate"
+                                        : fs::temp_directory_path() / strprintf("eaglet-train-rank%d-%d", dp->rank(),
+                                                                                static_cast<int>(getpid()));
   // Made (or refused: a file, a symlink loop, a path through a file, a read-only place) before any training.
-  create_output_dir(o.out_dir);
+  if (dp->lead()) create_output_dir(o.out_dir);
   std::vector<int32_t> draft_ids;
   for (size_t i = 0; i < data.d2t().size(); ++i)
     draft_ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + data.d2t()[i]));
@@ -332,9 +355,20 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   TrainSummary sum;
   json best_record = nullptr;
   if (o.resume) {
-    if (!path_exists((state_dir / "state.json").string()))
-      fail((state_dir / "state.json").string(), ": no checkpoint to resume (run without --resume to start)");
-    const json st = read_json_file((state_dir / "state.json").string());
+    // Rank 0 reads the checkpoint and sends its bytes: the other ranks need no shared folder.
+    std::string state_text, params_bytes, optimizer_bytes;
+    dp->on_lead([&] {
+      if (!path_exists((state_dir / "state.json").string()))
+        fail((state_dir / "state.json").string(), ": no checkpoint to resume (run without --resume to start)");
+      state_text = read_file((state_dir / "state.json").string());
+      require_regular_file((state_dir / "params.pt").string());  // a FIFO would block a reader
+      params_bytes = read_file((state_dir / "params.pt").string());
+      require_regular_file((state_dir / "optimizer.pt").string());
+      optimizer_bytes = read_file((state_dir / "optimizer.pt").string());
+    });
+    for (std::string* bytes : {&state_text, &params_bytes, &optimizer_bytes}) dp->broadcast(*bytes);
+    const json st = json::parse(state_text, nullptr, false);
+    if (!st.is_object()) fail((state_dir / "state.json").string(), ": not a JSON object (a torn or edited file?)");
     if (st.value("data", "") != fs::absolute(o.data_dir).lexically_normal().string() ||
         st.value("seed", 0ull) != o.seed || st.value("batch", 0) != o.batch ||
         st.value("max_length", 0ll) != o.max_length ||
@@ -348,8 +382,8 @@ TrainSummary run_train_draft(const TrainOptions& o) {
            "); resume with the same --draft-config or "
            "start a new --out");
     std::vector<torch::Tensor> saved;
-    require_regular_file((state_dir / "params.pt").string());  // a FIFO would block libtorch's reader
-    torch::load(saved, (state_dir / "params.pt").string());
+    std::istringstream params_in(params_bytes), optimizer_in(optimizer_bytes);
+    torch::load(saved, params_in);
     std::vector<torch::Tensor> mine = net.param_list();
     if (saved.size() != mine.size()) fail((state_dir / "params.pt").string(), ": holds another drafter's weights");
     for (size_t i = 0; i < mine.size(); ++i)
@@ -358,8 +392,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
              mine[i].sizes(), " (a checkpoint of another drafter shape; start a new --out)");
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(saved[i]);
-    require_regular_file((state_dir / "optimizer.pt").string());
-    torch::load(optimizer, (state_dir / "optimizer.pt").string());
+    torch::load(optimizer, optimizer_in);
     step = st.value("step", 0ll);
     sum.best_accept_len = st.value("best_accept_len", 0.0);
     sum.best_step = st.value("best_step", -1ll);
@@ -369,6 +402,8 @@ TrainSummary run_train_draft(const TrainOptions& o) {
                        static_cast<long long>(steps), state_dir.c_str()));
   }
 
+  dp->broadcast(net.param_list());  // every rank starts from rank 0's weights
+
   log_info(
       strprintf("train-draft: %zu training sequences (%lld tokens), %zu held out; %lld steps of %d x <= %lld tokens, "
                 "TTT %d steps, lr %g; draft vocabulary %lld, aux layers %s (HF hidden_states ids)",
@@ -376,31 +411,35 @@ TrainSummary run_train_draft(const TrainOptions& o) {
                 static_cast<long long>(o.max_length), o.ttt_steps, o.lr, static_cast<long long>(Vd),
                 format_int_list(data.aux_layers(), " ").c_str()));
 
-  write_weights(candidate.string(), net, data);
-  sum.check_error = check_one_network(net, candidate.string(), *target, data, held[0]);
-  log_info(
-      strprintf("train-draft: one network: served drafter vs libtorch drafter, max |dlogit| / (1 + max |logit|) "
-                "= %.2e (tolerance %.2e)",
-                sum.check_error, o.check_tolerance));
-  if (!(sum.check_error <= o.check_tolerance))
-    fail("train-draft: the served drafter computes something else than the trained one (relative logit difference ",
-         sum.check_error, " > ", o.check_tolerance, "): a contract between trainer and server is broken");
+  dp->on_lead([&] {
+    write_weights(candidate.string(), net, data);
+    sum.check_error = check_one_network(net, candidate.string(), *target, data, held[0]);
+    log_info(
+        strprintf("train-draft: one network: served drafter vs libtorch drafter, max |dlogit| / (1 + max |logit|) "
+                  "= %.2e (tolerance %.2e)",
+                  sum.check_error, o.check_tolerance));
+    if (!(sum.check_error <= o.check_tolerance))
+      fail("train-draft: the served drafter computes something else than the trained one (relative logit difference ",
+           sum.check_error, " > ", o.check_tolerance, "): a contract between trainer and server is broken");
+  });
 
-  auto [selection, report] = held_out_prompts(data, held, static_cast<size_t>(o.eval_prompts), o.eval_prompt_tokens);
-  if (selection.prompts.empty() || report.prompts.empty())
-    fail(o.data_dir, ": the held-out sequences are too short for served prompts (", held.size(),
-         " sequences); extract longer rows or raise --holdout");
-  for (PromptSet* set : {&selection, &report}) {
-    set->plain = plain_continuations(*target, set->prompts, o.eval_max_tokens);
-    set->sha256 = sha256_token_lists(set->prompts);
-  }
-  const int64_t prompt_tokens = static_cast<int64_t>(selection.prompts[0].size());
-  log_info(
-      strprintf("train-draft: served prompts of %lld held-out tokens: %zu choose the kept drafter, %zu others "
-                "give its recorded figures",
-                static_cast<long long>(prompt_tokens), selection.prompts.size(), report.prompts.size()));
+  PromptSet selection, report;
+  dp->on_lead([&] {
+    std::tie(selection, report) =
+        held_out_prompts(data, held, static_cast<size_t>(o.eval_prompts), o.eval_prompt_tokens);
+    if (selection.prompts.empty() || report.prompts.empty())
+      fail(o.data_dir, ": the held-out sequences are too short for served prompts (", held.size(),
+           " sequences); extract longer rows or raise --holdout");
+    for (PromptSet* set : {&selection, &report}) {
+      set->plain = plain_continuations(*target, set->prompts, o.eval_max_tokens);
+      set->sha256 = sha256_token_lists(set->prompts);
+    }
+    log_info(
+        strprintf("train-draft: served prompts of %zu held-out tokens: %zu choose the kept drafter, %zu others "
+                  "give its recorded figures",
+                  selection.prompts[0].size(), selection.prompts.size(), report.prompts.size()));
+  });
 
-  // Held-out acc_k and served accept len of the current weights; the best by served accept len is kept in OUT.
   // Every evaluation: held-out acc_k and the selection prompts' served accept len. A better drafter is checked as one
   // network with the libtorch net, measured on the report prompts and kept in OUT with its record.
   const auto evaluate_and_keep = [&](int64_t at) {
@@ -515,40 +554,58 @@ TrainSummary run_train_draft(const TrainOptions& o) {
                                      (1 + std::cos(std::numbers::pi * static_cast<double>(step - warmup) /
                                                    static_cast<double>(std::max<int64_t>(1, steps - warmup)))));
     for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
-    std::vector<SequenceRef> seqs;
-    for (int i = 0; i < o.batch; ++i) seqs.push_back(train[order.at(static_cast<uint64_t>(step) * o.batch + i)]);
-    const TttBatch batch = make_ttt_batch(data, teacher, seqs, o.bf16 ? 64 : 1);
+    // The global batch of this step; each rank takes every world-th sequence of it, and divides its loss by the
+    // global batch's B x T, so that the summed gradients are those of one process on the whole batch.
+    std::vector<SequenceRef> seqs, mine;
+    int64_t longest = 0;
+    for (int i = 0; i < o.batch; ++i) {
+      seqs.push_back(train[order.at(static_cast<uint64_t>(step) * o.batch + i)]);
+      longest = std::max(longest, seqs.back().length);
+      if (i % dp->world() == dp->rank()) mine.push_back(seqs.back());
+    }
+    TttBatch batch = make_ttt_batch(data, teacher, mine, o.bf16 ? 64 : 1);
+    batch.positions = o.batch * longest;
     optimizer.zero_grad();
     const TttResult r = [&] {
       const AutocastGuard autocast(o.bf16);
       return ttt_loss(net, batch, o.ttt_steps, o.decay, o.loss_norm);
     }();
     r.loss.backward();
+    dp->allreduce_gradients(net.param_list());
     torch::nn::utils::clip_grad_norm_(net.param_list(), o.clip);
     optimizer.step();
     ++step;
     for (const SequenceRef& q : seqs) run_tokens += q.length;
-    sum.tokens += batch.ids.size(0) * batch.ids.size(1);
+    for (const SequenceRef& q : seqs) sum.tokens += q.length;
     if (step % o.log_every == 0 || step == steps) {
+      std::vector<double> figures = {r.loss.item<double>()};  // the loss, then hits and trained positions per step
+      for (const TttStep& k : r.steps) {
+        figures.push_back(static_cast<double>(k.hits));
+        figures.push_back(static_cast<double>(k.trained));
+      }
+      dp->allreduce_sum(figures);
       std::vector<double> acc;
-      for (const TttStep& k : r.steps) acc.push_back(k.acc);
+      for (size_t k = 0; k < r.steps.size(); ++k)
+        acc.push_back(figures[2 + 2 * k] > 0 ? figures[1 + 2 * k] / figures[2 + 2 * k] : 0.0);
       const double rate = static_cast<double>(run_tokens) / run_timer.seconds();
       const double eta = static_cast<double>(steps - step) * static_cast<double>(run_tokens) / std::max(1.0, rate) /
                          std::max<double>(1.0, static_cast<double>(step));
       log_info(strprintf("step %lld/%lld loss %.4f acc %s lr %.2e %.0f tok/s ETA %d:%02d", static_cast<long long>(step),
-                         static_cast<long long>(steps), r.loss.item<double>(), fmt_list(acc).c_str(), lr, rate,
+                         static_cast<long long>(steps), figures[0], fmt_list(acc).c_str(), lr, rate,
                          static_cast<int>(eta) / 60, static_cast<int>(eta) % 60));
     }
-    if (o.eval_every > 0 && step % o.eval_every == 0 && step < steps) evaluate_and_keep(step);
-    if ((o.save_every > 0 && step % o.save_every == 0) || step == steps) save_state();
+    if (o.eval_every > 0 && step % o.eval_every == 0 && step < steps) dp->on_lead([&] { evaluate_and_keep(step); });
+    if ((o.save_every > 0 && step % o.save_every == 0) || step == steps) dp->on_lead(save_state);
     if (kill_at != nullptr && std::to_string(step) == kill_at) std::_Exit(137);
   }
   sum.tokens_per_second = run_tokens > 0 ? static_cast<double>(run_tokens) / run_timer.seconds() : 0;
-  if (sum.best_step != steps) evaluate_and_keep(steps);
-  save_state();
+  dp->on_lead([&] {
+    if (sum.best_step != steps) evaluate_and_keep(steps);
+    save_state();
+  });
   sum.steps = steps;
   // The drafter in OUT is the one checked when it was kept: its bytes, not a later write, are what the record names.
-  if (best_record.is_object()) {
+  if (dp->lead() && best_record.is_object()) {
     sum.acc = best_record["acc"].get<std::vector<double>>();
     sum.report_accept_len = best_record["served"][o.select_setting]["accept_len"].get<double>();
     if (sha256_file((out / "model.safetensors").string()) != best_record.value("model_sha256", ""))

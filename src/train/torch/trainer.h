@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "speculative/draft_tree.h"
+#include "train/torch/distributed.h"
 #include "train/torch/dump_data.h"
 #include "train/torch/ttt.h"
 
@@ -41,6 +42,7 @@ struct TrainOptions {
   bool bf16 = true;     // matmuls of the training forward under bf16 autocast (master weights, norms, loss in fp32)
   bool online = false;  // data_dir is a JSONL file; the target's forward computes the states (train/online_data.h)
   int threads = 0;
+  DistOptions dist;  // data-parallel: this process's rank of world size processes (train/torch/distributed.h)
 };
 
 struct TrainSummary {

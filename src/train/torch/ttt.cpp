@@ -62,7 +62,7 @@ TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double dec
   std::vector<DraftNet::StepKV> kv;
   torch::Tensor g = net.fuse(b.aux);
   r.loss = torch::zeros({}, torch::kFloat32);
-  const int64_t positions = b.ids.size(0) * std::max<int64_t>(b.length, 1);
+  const int64_t positions = b.positions > 0 ? b.positions : b.ids.size(0) * std::max<int64_t>(b.length, 1);
   double weight = 1.0;
   for (int k = 0; k < steps; ++k) {
     const torch::Tensor ids = shift_left(b.ids, 1 + k, 0);

@@ -48,6 +48,7 @@ struct TttBatch {
   torch::Tensor teacher;         // [B, T, Vd]
   torch::Tensor teacher_argmax;  // [B, T] int64
   int64_t length = 0;            // the longest sequence: T without the padding for kernel shapes
+  int64_t positions = 0;         // B x T the official loss divides by; 0: this batch's own (another: data-parallel)
 };
 
 // Per step k: the sums behind the normalised figures, so that batches aggregate exactly.

@@ -312,6 +312,55 @@ TEST_F(TrainDraftTest, KilledRunResumesIntoTheUninterruptedOne) {
   for (const auto& [step, loss] : resumed) EXPECT_NEAR(loss, expected.at(step), 1e-4) << "step " << step;
 }
 
+// Data-parallel (c10d, Gloo, loopback): 2 processes, each on half of every global batch, give the losses of 1 process
+// on the whole batch (fp32: bf16 kernels of other shapes round otherwise), and a 2-process run killed and resumed,
+// by 2 processes or by 1, continues into the uninterrupted run.
+TEST_F(TrainDraftTest, TwoProcessesTrainAsOneAndResume) {
+  const std::string flags =
+      "--steps 8 --batch 4 --max-length 48 --ttt-steps 2 --save-every 3 --log-every 1 --eval-prompts 2 "
+      "--eval-max-tokens 8 --bf16 false";
+  const std::string dir = test::temp_dir("train_two_processes");
+  test::CommandResult r;
+  const std::map<int, double> one = step_losses(train(dir + "/one", flags + " -t 2", "", &r));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(one.size(), 8u);
+  const std::string log = train(dir + "/two", flags + " --nproc 2", "", &r);
+  ASSERT_EQ(r.exit_code, 0) << log;
+  EXPECT_THAT(log, HasSubstr("train-draft: 2 processes at tcp://127.0.0.1:"));
+  const std::map<int, double> two = step_losses(log);
+  ASSERT_EQ(two.size(), 8u) << "rank 0 alone reports the (summed) losses\n" << log;
+  for (const auto& [step, loss] : two) EXPECT_NEAR(loss, one.at(step), 1e-4) << "step " << step;
+  EXPECT_TRUE(fs::exists(dir + "/two/model.safetensors"));
+
+  for (const std::string resume : {" --nproc 2", " -t 2"}) {
+    const std::string killed = dir + "/killed" + std::to_string(resume.size());
+    train(killed, flags + " --nproc 2", "EAGLET_TRAIN_KILL_AT_STEP=5", &r);
+    EXPECT_EQ(r.exit_code, 137) << r.err;
+    const std::string resumed_log = train(killed, flags + resume + " --resume", "", &r);
+    ASSERT_EQ(r.exit_code, 0) << resumed_log;
+    EXPECT_THAT(resumed_log, HasSubstr("resumed at step 3 of 8"));
+    const std::map<int, double> resumed = step_losses(resumed_log);
+    ASSERT_EQ(resumed.size(), 5u) << resumed_log;
+    for (const auto& [step, loss] : resumed) EXPECT_NEAR(loss, one.at(step), 1e-4) << "step " << step << resume;
+  }
+}
+
+TEST_F(TrainDraftTest, DataParallelFlagsAreChecked) {
+  const std::string dir = test::temp_dir("train_dp_flags");
+  test::CommandResult r;
+  EXPECT_THAT(train(dir + "/a", "--steps 2 --world-size 2 --rank 1", "", &r), HasSubstr("needs --dist-url"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(train(dir + "/b", "--steps 2 --world-size 2 --rank 1 --dist-url http://127.0.0.1:1", "", &r),
+              HasSubstr("expected tcp://HOST:PORT"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(train(dir + "/c", "--steps 2 --nproc 2 --loss-norm counted", "", &r),
+              HasSubstr("--loss-norm counted divides by counts only the whole batch knows"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(train(dir + "/d", "--steps 2 --nproc 4 --batch 2", "", &r),
+              HasSubstr("at least one sequence per process"));
+  EXPECT_NE(r.exit_code, 0);
+}
+
 // --online: the target's forward feeds the batches through extraction's capture path, so the losses are the offline
 // run's on the same rows (states rounded to bf16 on both sides: equal up to float summation order, 1e-4), and a
 // killed online run resumes into the uninterrupted one.
