@@ -19,6 +19,7 @@ Command add_bench(CLI::App& app);
 // says so); any other command line unchanged.
 std::vector<std::string> rewrite_bench_aliases(int argc, char** argv);
 Command add_extract(CLI::App& app);
+Command add_extract_merge(CLI::App& app);
 Command add_convert_draft(CLI::App& app);
 Command add_doctor(CLI::App& app);
 Command add_serve(CLI::App& app);

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(eaglet::cli::add_hidden);
   add(eaglet::cli::add_bench);
   add(eaglet::cli::add_extract);
+  add(eaglet::cli::add_extract_merge);
   add(eaglet::cli::add_convert_draft);
   add(eaglet::cli::add_doctor);
   add(eaglet::cli::add_serve);

@@ -91,6 +91,10 @@ std::vector<TrainingRow> parse_training_rows(const std::string& text, const std:
   while ((options.max_tokens <= 0 || tokens < options.max_tokens) && std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (options.take_row && !options.take_row(rows.size())) {
+      rows.emplace_back();
+      continue;
+    }
     const std::string where = path + ":" + std::to_string(line_no);
     const nlohmann::json j = parse_json(line, where);
     TrainingRow row;

@@ -33,6 +33,9 @@ struct DatasetOptions {
   PromptContinuer continue_prompt;  // set: every prompt row's completion is the target's continuation
   int64_t max_tokens = 0;  // > 0: reading stops once the rows hold this many tokens (later rows are not regenerated)
   std::string chat_template_file;  // --chat-template-file: renders messages rows instead of the model's template
+  // Set: a row it refuses (by its index among the non-blank lines) is neither read nor regenerated and stays an empty
+  // placeholder, so that row indices are those of the whole file (`extract --shard`).
+  std::function<bool(size_t row)> take_row;
 };
 
 // Every row of `text`, the contents of `path` (named in errors), in order. A malformed line is an Error naming

@@ -21,6 +21,7 @@
 #include "tokenizer/tokenizer.h"
 #include "train/dataset.h"
 #include "train/draft_vocab.h"
+#include "train/shards.h"
 #include "util/error.h"
 #include "util/int_list.h"
 #include "util/log.h"
@@ -315,12 +316,23 @@ ExtractSummary run_extract(const ExtractOptions& o) {
                                                    {"seed", o.sampling.seed},
                                                    {"max_tokens", o.regenerate_max_tokens}}
                                   : nlohmann::json(false)}};
+  if (o.parts < 1 || o.part < 0 || o.part >= o.parts)
+    fail("extract: --shard ", o.part, "/", o.parts, ": expected I/N with 0 <= I < N");
+  if (o.parts > 1 && o.max_tokens > 0)
+    fail(
+        "extract: --shard and --max-tokens: the budget is spent in file order, which one part cannot see; cut the "
+        "data file instead");
+  const nlohmann::json part = {{"index", o.part}, {"count", o.parts}};
   create_output_dir(o.out_dir);  // a loop, a parent that is a file, a read-only place: an Error naming it
   const fs::path manifest_path = fs::path(o.out_dir) / "manifest.json";
   nlohmann::json shard_files = nlohmann::json::object();  // name -> {bytes, sha256} of each shard written
   if (path_exists(manifest_path.string())) {
     const nlohmann::json old = read_json_file(manifest_path.string());
     if (old.contains("shard_files") && old["shard_files"].is_object()) shard_files = old["shard_files"];
+    if (old.value("part", nlohmann::json()) != (o.parts > 1 ? part : nlohmann::json()))
+      fail(manifest_path.string(), ": this folder holds ",
+           old.contains("part") ? "part " + old["part"].dump() : std::string("a whole extraction"), ", not ",
+           o.parts > 1 ? "part " + part.dump() : std::string("a whole one"), "; use another --out");
     for (const auto& [key, value] : settings.items())
       if (!old.contains("settings") || old["settings"].value(key, nlohmann::json()) != value)
         fail(manifest_path.string(), ": this folder holds an extraction with other settings (", key, ": ",
@@ -334,11 +346,15 @@ ExtractSummary run_extract(const ExtractOptions& o) {
         fail(entry.path().string(), ": this folder holds extraction output but no manifest.json naming its settings; ",
              "it cannot be resumed or told apart from this run's: use another --out or remove the folder");
     }
-    write_file_atomic(manifest_path.string(),
-                      nlohmann::json{{"format", "eaglet-extract/1"}, {"settings", settings}}.dump(2) + "\n");
+    nlohmann::json first = {{"format", "eaglet-extract/1"}, {"settings", settings}};
+    if (o.parts > 1) first["part"] = part;
+    write_file_atomic(manifest_path.string(), first.dump(2) + "\n");
   }
 
-  DatasetOptions dataset{o.max_length, {}, {}, o.max_tokens, o.chat_template_file};
+  DatasetOptions dataset{o.max_length, {}, {}, o.max_tokens, o.chat_template_file, {}};
+  const auto in_part = [&o](int64_t shard) { return shard % o.parts == o.part; };
+  if (o.parts > 1)
+    dataset.take_row = [&o, in_part](size_t row) { return in_part(static_cast<int64_t>(row) / o.rows_per_shard); };
   std::shared_ptr<Replies> replies;
   if (o.regenerate) {
     replies = std::make_shared<Replies>(fs::path(o.out_dir) / "replies.jsonl", c.vocab_size, o.progress);
@@ -351,20 +367,23 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   target->set_aux_layers(capture);  // sorted: the final state comes last
   const int64_t n_aux = static_cast<int64_t>(aux.size());
   apply_budget(rows, o.max_tokens);
-  for (const TrainingRow& r : rows) {
-    sum.tokens += static_cast<int64_t>(r.ids.size());
-    sum.trained_tokens += std::count(r.loss_mask.begin(), r.loss_mask.end(), 1);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (!in_part(static_cast<int64_t>(r) / o.rows_per_shard)) continue;  // another part's placeholder
+    sum.tokens += static_cast<int64_t>(rows[r].ids.size());
+    sum.trained_tokens += std::count(rows[r].loss_mask.begin(), rows[r].loss_mask.end(), 1);
+    ++sum.rows;
   }
-  sum.rows = static_cast<int64_t>(rows.size());
-  sum.shards = (sum.rows + o.rows_per_shard - 1) / o.rows_per_shard;
+  sum.shards = (static_cast<int64_t>(rows.size()) + o.rows_per_shard - 1) / o.rows_per_shard;
   if (sum.trained_tokens == 0)  // shards a trainer could not learn from: refused before they are written
-    fail(o.data_file, ": no token would be trained (", sum.rows, " rows, ", sum.tokens,
+    fail(o.data_file, ": no token would be trained (", sum.rows, o.parts > 1 ? " rows of this part, " : " rows, ",
+         sum.tokens,
          " tokens, every loss mask empty): messages rows train only their assistant turns and prompt rows only their "
          "completion; add assistant turns or completions, or use {\"text\": ...} rows");
 
   nlohmann::json manifest = {
       {"format", "eaglet-extract/1"},         {"settings", settings}, {"rows", sum.rows}, {"tokens", sum.tokens},
       {"trained_tokens", sum.trained_tokens}, {"shards", sum.shards}};
+  if (o.parts > 1) manifest["part"] = part;
   const auto write_manifest = [&] {
     manifest["shard_files"] = shard_files;
     write_file_atomic(manifest_path.string(), manifest.dump(2) + "\n");
@@ -374,6 +393,7 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   Progress progress(o.progress, sum.tokens);
   int64_t done = 0, computed = 0;
   for (int64_t k = 0; k < sum.shards; ++k) {
+    if (!in_part(k)) continue;
     const size_t begin = static_cast<size_t>(k * o.rows_per_shard);
     const size_t end = std::min(rows.size(), begin + static_cast<size_t>(o.rows_per_shard));
     int64_t tokens = 0;
@@ -397,10 +417,127 @@ ExtractSummary run_extract(const ExtractOptions& o) {
   }
   progress.finish();
 
-  // The draft vocabulary from the loss-masked tokens of the whole extraction.
+  // The draft vocabulary from the loss-masked tokens of the whole extraction (a part's is counted at the merge).
   const int64_t n = o.draft_vocab > 0 ? o.draft_vocab : std::min<int64_t>(32000, c.vocab_size);
+  sum.seconds = timer.seconds();
+  if (o.parts > 1) {
+    log_info(strprintf("extract: part %d of %d in %s; join the parts with: eaglet extract-merge --out DIR PART_DIRS...",
+                       o.part, o.parts, o.out_dir.c_str()));
+    return sum;
+  }
   const DraftVocab vocab = draft_vocab_of_rows(rows, c.vocab_size, n);
   write_draft_vocab((fs::path(o.out_dir) / "draft_vocab.safetensors").string(), vocab);
+  sum.draft_vocab = n;
+  sum.distinct_trained_ids = vocab.distinct;
+  sum.draft_vocab_coverage = vocab.coverage;
+  sum.seconds = timer.seconds();
+  return sum;
+}
+
+namespace {
+
+// A shard into the merged folder: a hard link where the part is on the same file system, else a copy.
+void link_or_copy(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_hard_link(from, to, ec);
+  if (!ec) return;
+  const fs::path tmp = to.string() + ".tmp";
+  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::rename(tmp, to, ec);
+  if (ec) fail(to.string(), ": cannot copy ", from.string(), " here: ", ec.message());
+}
+
+}  // namespace
+
+ExtractSummary merge_extraction_parts(const std::vector<std::string>& part_dirs, const std::string& out_dir,
+                                      int64_t draft_vocab) {
+  Timer timer;
+  ExtractSummary sum;
+  std::vector<nlohmann::json> manifests;
+  for (const std::string& dir : part_dirs) {
+    const std::string path = (fs::path(dir) / "manifest.json").string();
+    if (!path_exists(path)) fail(dir, ": no manifest.json: not a part written by eaglet extract --shard I/N");
+    nlohmann::json m = read_json_file(path);
+    if (!m.is_object() || !m.contains("part") || !m["part"].is_object())
+      fail(path, ": not a part of a sharded extraction (no 'part'); only parts made with --shard I/N are merged");
+    if (!m.contains("shards") || !m.contains("shard_files"))
+      fail(path, ": this part did not finish; rerun its `eaglet extract --shard` command, it resumes");
+    manifests.push_back(std::move(m));
+  }
+  const nlohmann::json& first = manifests[0];
+  const int64_t parts = first["part"].value("count", int64_t{0}), shards = first.value("shards", int64_t{0});
+  if (static_cast<int64_t>(part_dirs.size()) != parts)
+    fail(part_dirs[0], ": part of ", parts, " parts, but ", part_dirs.size(), " folders given; give every part once");
+  std::vector<bool> seen(static_cast<size_t>(parts), false);
+  nlohmann::json shard_files = nlohmann::json::object();
+  for (size_t i = 0; i < manifests.size(); ++i) {
+    const nlohmann::json& m = manifests[i];
+    const std::string path = (fs::path(part_dirs[i]) / "manifest.json").string();
+    if (m["settings"] != first["settings"] || m.value("shards", int64_t{-1}) != shards ||
+        m["part"].value("count", int64_t{0}) != parts)
+      fail(path, ": extracted with other settings than ", part_dirs[0],
+           " (target, data, layers, limits); the parts of ", "one extraction share every setting");
+    const int64_t index = m["part"].value("index", int64_t{-1});
+    if (index < 0 || index >= parts || seen[static_cast<size_t>(index)])
+      fail(path, ": part ", index, " of ", parts, " is given twice or is out of range");
+    seen[static_cast<size_t>(index)] = true;
+    for (const auto& [name, recorded] : m["shard_files"].items()) {
+      verify_shard_file((fs::path(part_dirs[i]) / name).string(), recorded, path);
+      shard_files[name] = recorded;
+    }
+    sum.rows += m.value("rows", int64_t{0});
+    sum.tokens += m.value("tokens", int64_t{0});
+    sum.trained_tokens += m.value("trained_tokens", int64_t{0});
+  }
+  for (int64_t k = 0; k < shards; ++k)
+    if (!shard_files.contains(shard_name(k)))
+      fail(part_dirs[static_cast<size_t>(k % parts)], ": ", shard_name(k),
+           " is missing: that part did not finish; rerun its `eaglet extract --shard` command, it resumes");
+
+  create_output_dir(out_dir);
+  if (path_exists((fs::path(out_dir) / "manifest.json").string()))
+    fail(out_dir, ": already holds an extraction (manifest.json); merge into a new folder");
+  for (size_t i = 0; i < manifests.size(); ++i)
+    for (const auto& [name, recorded] : manifests[i]["shard_files"].items())
+      link_or_copy(fs::path(part_dirs[i]) / name, fs::path(out_dir) / name);
+
+  // The draft vocabulary of the whole extraction, from every shard's trained ids (as one process counts them).
+  const int64_t vocab_size = first["settings"].value("target_vocab_size", int64_t{0});
+  std::vector<TrainingRow> rows(1);
+  for (int64_t k = 0; k < shards; ++k) {
+    const auto file = SafetensorsFile::open((fs::path(out_dir) / shard_name(k)).string());
+    const auto tensor = [&](const char* name) {  // copied: a tensor's bytes need not be 8-byte aligned
+      const auto t = file->tensors().find(name);
+      if (t == file->tensors().end() || t->second.dtype != DType::I64 || t->second.shape.size() != 1)
+        fail(file->path(), ": no 1-D I64 ", name, " (not a shard written by eaglet extract)");
+      std::vector<int64_t> v(static_cast<size_t>(t->second.shape[0]));
+      std::memcpy(v.data(), t->second.data, v.size() * sizeof(int64_t));
+      return v;
+    };
+    const std::vector<int64_t> ids = tensor("input_ids"), mask = tensor("loss_mask");
+    if (mask.size() != ids.size()) fail(file->path(), ": loss_mask and input_ids differ in length");
+    const int64_t T = static_cast<int64_t>(ids.size());
+    for (int64_t t = 0; t < T; ++t) {
+      if (ids[t] < 0 || ids[t] >= vocab_size) fail(file->path(), ": input_ids[", t, "] is outside the vocabulary");
+      rows[0].ids.push_back(static_cast<int32_t>(ids[t]));
+      rows[0].loss_mask.push_back(mask[t] != 0);
+    }
+  }
+  const int64_t n = draft_vocab > 0 ? draft_vocab : std::min<int64_t>(32000, vocab_size);
+  const DraftVocab vocab = draft_vocab_of_rows(rows, vocab_size, n);
+  write_draft_vocab((fs::path(out_dir) / "draft_vocab.safetensors").string(), vocab);
+  nlohmann::json merged_from = nlohmann::json::array();
+  for (const std::string& dir : part_dirs) merged_from.push_back(fs::absolute(dir).lexically_normal().string());
+  const nlohmann::json manifest = {{"format", "eaglet-extract/1"},
+                                   {"settings", first["settings"]},
+                                   {"rows", sum.rows},
+                                   {"tokens", sum.tokens},
+                                   {"trained_tokens", sum.trained_tokens},
+                                   {"shards", shards},
+                                   {"shard_files", shard_files},
+                                   {"merged_from", merged_from}};
+  write_file_atomic((fs::path(out_dir) / "manifest.json").string(), manifest.dump(2) + "\n");
+  sum.shards = shards;
   sum.draft_vocab = n;
   sum.distinct_trained_ids = vocab.distinct;
   sum.draft_vocab_coverage = vocab.coverage;

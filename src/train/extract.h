@@ -41,6 +41,9 @@ struct ExtractOptions {
   bool regenerate = false;
   SamplingParams sampling;
   int regenerate_max_tokens = 512;
+  // --shard I/N: this process extracts the shard files k with k % N == I (rows keep their place in the file), into a
+  // part that `eaglet extract-merge` joins with the others.
+  int part = 0, parts = 1;
 };
 
 struct ExtractSummary {
@@ -53,6 +56,12 @@ struct ExtractSummary {
 };
 
 ExtractSummary run_extract(const ExtractOptions& options);
+
+// `eaglet extract-merge`: the parts 0..N-1 of one extraction made with --shard I/N (same settings), merged into
+// `out_dir` as if one process had extracted it: every shard checked against its part's manifest and linked (or
+// copied) in, the draft vocabulary counted again over all shards (`draft_vocab` ids, 0: min(32000, vocab)).
+ExtractSummary merge_extraction_parts(const std::vector<std::string>& part_dirs, const std::string& out_dir,
+                                      int64_t draft_vocab);
 
 // The n most frequent loss-masked ids of the rows (train/draft_vocab.h).
 DraftVocab draft_vocab_of_rows(const std::vector<TrainingRow>& rows, int64_t vocab_size, int64_t n);

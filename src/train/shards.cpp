@@ -42,8 +42,10 @@ void bf16_rows(const TensorView& t, int64_t width, int64_t from, int64_t n, floa
   }
 }
 
+}  // namespace
+
 // The size and checksum recorded when the shard was written, else an Error naming the shard and the fix.
-void verify_shard(const std::string& path, const nlohmann::json& recorded, const std::string& manifest) {
+void verify_shard_file(const std::string& path, const nlohmann::json& recorded, const std::string& manifest) {
   const std::string fix = ": rerun the same `eaglet extract` command, it extracts the shard again";
   if (!recorded.is_object()) fail(path, ": not in ", manifest, "'s shard_files (written by another run?)", fix);
   if (!fs::is_regular_file(path)) fail(path, ": is not a file", fix);
@@ -53,8 +55,6 @@ void verify_shard(const std::string& path, const nlohmann::json& recorded, const
   if (sha256_file(path) != recorded.value("sha256", ""))
     fail(path, ": its sha256 is not the one recorded in ", manifest, " (the bytes changed since extraction)", fix);
 }
-
-}  // namespace
 
 ExtractedData ExtractedData::open(const std::string& dir) {
   ExtractedData d;
@@ -69,6 +69,9 @@ ExtractedData ExtractedData::open(const std::string& dir) {
   const nlohmann::json m = read_json_file(manifest_path);
   if (json_string(m, manifest_path, "format", "") != "eaglet-extract/1")
     fail(manifest_path, ": format is '", json_string(m, manifest_path, "format", ""), "', expected eaglet-extract/1");
+  if (m.contains("part"))
+    fail(manifest_path, ": part ", m["part"].dump(), " of an extraction made with --shard I/N; join the parts first: ",
+         "eaglet extract-merge --out DIR PART_DIRS...");
   d.settings_ = json_require(m, manifest_path, "settings");
   if (!d.settings_.is_object()) fail(manifest_path, ": 'settings' must be an object");
   d.hidden_ = json_require_int(d.settings_, manifest_path, "target_hidden_size");
@@ -98,7 +101,7 @@ ExtractedData ExtractedData::open(const std::string& dir) {
     if (!path_exists(path))
       fail(path, ": missing: the extraction did not finish (", k, " of ", shards,
            " shards written); rerun the same `eaglet extract` command, it resumes");
-    if (files.is_object()) verify_shard(path, files.value(name, nlohmann::json()), manifest_path);
+    if (files.is_object()) verify_shard_file(path, files.value(name, nlohmann::json()), manifest_path);
     Shard s{SafetensorsFile::open(path), nullptr, nullptr, nullptr, nullptr, nullptr};
     const auto ids = s.file->tensors().find("input_ids");
     if (ids == s.file->tensors().end() || ids->second.shape.size() != 1)

@@ -12,6 +12,10 @@
 
 namespace eaglet {
 
+// A shard's size and SHA-256 against what `manifest` recorded for it (`recorded`: {"bytes", "sha256"}); an Error
+// naming the shard and the fix otherwise.
+void verify_shard_file(const std::string& path, const nlohmann::json& recorded, const std::string& manifest);
+
 class ExtractedData : public TrainingData {
  public:
   // DIR/manifest.json, every shard it announces, DIR/draft_vocab.safetensors. A missing shard means the extraction

@@ -213,6 +213,84 @@ TEST(Extract, DamagedShardsAreExtractedAgainOrRefused) {
               AllOf(HasSubstr("shard-00003.safetensors: 100 bytes,"), HasSubstr("truncated or replaced")));
 }
 
+// --shard I/N on 3 machines, then extract-merge: the very extraction one process writes (every shard's bytes, the
+// draft vocabulary, the totals); a part alone is not trained on, and parts are merged only all together.
+TEST(Extract, ShardedPartsMergeIntoTheWholeExtraction) {
+  const std::string dir = test::temp_dir("extract_sharded");
+  const std::string data = write_rows(dir, 7);  // 14 rows, 3 per shard: 5 shards
+  const ExtractSummary whole = run_extract(options(tiny("llama_fp32"), data, dir + "/whole"));
+  ASSERT_EQ(whole.shards, 5);
+  std::string parts;
+  for (int i = 0; i < 3; ++i) {
+    ExtractOptions o = options(tiny("llama_fp32"), data, dir + "/part" + std::to_string(i));
+    o.part = i;
+    o.parts = 3;
+    const ExtractSummary s = run_extract(o);
+    EXPECT_EQ(s.shards, 5);
+    for (int k = 0; k < 5; ++k)
+      EXPECT_EQ(fs::exists(o.out_dir + "/shard-0000" + std::to_string(k) + ".safetensors"), k % 3 == i)
+          << "part " << i << " shard " << k;
+    parts += " " + o.out_dir;
+  }
+  EXPECT_THAT(test::error_of([&] { ExtractedData::open(dir + "/part1"); }),
+              AllOf(HasSubstr("part {\"count\":3,\"index\":1}"), HasSubstr("eaglet extract-merge")));
+  const auto two = test::run_command(test::eaglet_bin() + " extract-merge --draft-vocab 100 --out " + dir + "/m2 " +
+                                     dir + "/part0 " + dir + "/part1");
+  EXPECT_EQ(two.exit_code, 1);
+  EXPECT_THAT(two.err, HasSubstr("give every part once"));
+  const auto twice = test::run_command(test::eaglet_bin() + " extract-merge --draft-vocab 100 --out " + dir + "/m3 " +
+                                       dir + "/part0 " + dir + "/part0 " + dir + "/part1");
+  EXPECT_THAT(twice.err, HasSubstr("is given twice"));
+
+  const auto merged =
+      test::run_command(test::eaglet_bin() + " extract-merge --draft-vocab 100 --out " + dir + "/merged" + parts);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_THAT(merged.err, HasSubstr("3 parts, " + std::to_string(whole.rows) + " rows"));
+  for (int k = 0; k < 5; ++k) {
+    const std::string name = "/shard-0000" + std::to_string(k) + ".safetensors";
+    EXPECT_EQ(test::read_file(dir + "/merged" + name), test::read_file(dir + "/whole" + name)) << name;
+  }
+  EXPECT_EQ(test::read_file(dir + "/merged/draft_vocab.safetensors"),
+            test::read_file(dir + "/whole/draft_vocab.safetensors"));
+  const auto a = nlohmann::json::parse(test::read_file(dir + "/whole/manifest.json"));
+  const auto b = nlohmann::json::parse(test::read_file(dir + "/merged/manifest.json"));
+  for (const char* key : {"settings", "rows", "tokens", "trained_tokens", "shards", "shard_files"})
+    EXPECT_EQ(a[key], b[key]) << key;
+  EXPECT_EQ(ExtractedData::open(dir + "/merged").sequences(64).size(),
+            ExtractedData::open(dir + "/whole").sequences(64).size());
+
+  // With --regenerate (greedy), each part regenerates only its own rows, and the merge is again the whole.
+  ExtractOptions regen = options(tiny("qwen3_fp32"), data, dir + "/regen_whole");
+  regen.regenerate = true;
+  regen.regenerate_max_tokens = 8;
+  run_extract(regen);
+  std::string regen_parts;
+  uint64_t replies = 0;
+  for (int i = 0; i < 2; ++i) {
+    ExtractOptions o = regen;
+    o.out_dir = dir + "/regen_part" + std::to_string(i);
+    o.part = i;
+    o.parts = 2;
+    run_extract(o);
+    const std::string part_replies = test::read_file(o.out_dir + "/replies.jsonl");
+    replies += static_cast<uint64_t>(std::count(part_replies.begin(), part_replies.end(), '\n'));
+    regen_parts += " " + o.out_dir;
+  }
+  const std::string all_replies = test::read_file(dir + "/regen_whole/replies.jsonl");
+  EXPECT_EQ(replies, static_cast<uint64_t>(std::count(all_replies.begin(), all_replies.end(), '\n')))
+      << "every reply made once, by its own part";
+  const auto regen_merged = test::run_command(test::eaglet_bin() + " extract-merge --draft-vocab 100 --out " + dir +
+                                              "/regen_merged" + regen_parts);
+  ASSERT_EQ(regen_merged.exit_code, 0) << regen_merged.err;
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(dir + "/regen_merged/manifest.json"))["shard_files"],
+            nlohmann::json::parse(test::read_file(dir + "/regen_whole/manifest.json"))["shard_files"]);
+
+  ExtractOptions budget = options(tiny("llama_fp32"), data, dir + "/budget");
+  budget.parts = 2;
+  budget.max_tokens = 100;
+  EXPECT_THAT(test::error_of([&] { run_extract(budget); }), HasSubstr("--shard and --max-tokens"));
+}
+
 // An extraction that would train nothing (no assistant turn, empty completions) is an error naming why, before any
 // shard is written.
 TEST(Extract, NothingToTrainIsAnError) {

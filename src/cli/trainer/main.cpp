@@ -80,6 +80,9 @@ int main(int argc, char** argv) {
   app.add_option("--bf16", o.bf16, "Matmuls of the training forward in bf16 autocast (true) or fp32 (false)");
   app.add_flag("--online", o.online, "--data is a JSONL file: no shards, the target's forward feeds each batch");
   eaglet::cli::add_threads_option(app, o.threads);
+  app.add_option("--profile", o.profile,
+                 "Write libtorch profiler traces of training steps 2-4 to PREFIX.stepN (chrome://tracing; "
+                 "scripts/profile_summary.py sums them by op)");
   int nproc = 1;
   app.add_option("--nproc", nproc, "Data-parallel: start N local processes (gradients summed over c10d/Gloo)")
       ->check(CLI::Range(1, 256));

@@ -29,7 +29,7 @@ class DataParallel {
   // Sums every rank's gradients of `params` in place, in flat buckets of at most kBucketBytes (as DDP buckets).
   void allreduce_gradients(const std::vector<torch::Tensor>& params);
   void allreduce_sum(std::vector<double>& values);
-  void broadcast(std::string& bytes);           // rank 0's bytes to every rank
+  void broadcast(std::string& bytes);                         // rank 0's bytes to every rank
   void broadcast(const std::vector<torch::Tensor>& tensors);  // rank 0's values, in place
   // Runs `work` on rank 0 only; an Error it throws is raised on every rank with the same message, so that no rank
   // waits for one that has stopped.

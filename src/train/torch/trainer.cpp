@@ -1,6 +1,7 @@
 #include "train/torch/trainer.h"
 
 #include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cmath>
@@ -41,6 +42,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+constexpr int64_t kProfiledSteps = 3;
 
 torch::Tensor matrix_f32(const WeightMatrix& w) {  // dense or quantized, as fp32
   std::vector<float> values(static_cast<size_t>(w.rows * w.cols));
@@ -566,6 +569,11 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     TttBatch batch = make_ttt_batch(data, teacher, mine, o.bf16 ? 64 : 1);
     batch.positions = o.batch * longest;
     optimizer.zero_grad();
+    // --profile: libtorch's profiler over a few steps after the first (which builds oneDNN's kernels).
+    std::unique_ptr<torch::autograd::profiler::RecordProfile> profiling;
+    if (!o.profile.empty() && step >= 1 && step < 1 + kProfiledSteps)
+      profiling = std::make_unique<torch::autograd::profiler::RecordProfile>(
+          strprintf("%s.step%lld", o.profile.c_str(), static_cast<long long>(step + 1)));
     const TttResult r = [&] {
       const AutocastGuard autocast(o.bf16);
       return ttt_loss(net, batch, o.ttt_steps, o.decay, o.loss_norm);
@@ -574,6 +582,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     dp->allreduce_gradients(net.param_list());
     torch::nn::utils::clip_grad_norm_(net.param_list(), o.clip);
     optimizer.step();
+    profiling.reset();
     ++step;
     for (const SequenceRef& q : seqs) run_tokens += q.length;
     for (const SequenceRef& q : seqs) sum.tokens += q.length;

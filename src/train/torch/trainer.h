@@ -42,7 +42,8 @@ struct TrainOptions {
   bool bf16 = true;     // matmuls of the training forward under bf16 autocast (master weights, norms, loss in fp32)
   bool online = false;  // data_dir is a JSONL file; the target's forward computes the states (train/online_data.h)
   int threads = 0;
-  DistOptions dist;  // data-parallel: this process's rank of world size processes (train/torch/distributed.h)
+  std::string profile;  // --profile PREFIX: libtorch profiler traces of steps 2-4, PREFIX.stepN (chrome://tracing)
+  DistOptions dist;     // data-parallel: this process's rank of world size processes (train/torch/distributed.h)
 };
 
 struct TrainSummary {
