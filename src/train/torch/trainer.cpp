@@ -576,7 +576,8 @@ TrainSummary run_train_draft(const TrainOptions& o) {
           strprintf("%s.step%lld", o.profile.c_str(), static_cast<long long>(step + 1)));
     const TttResult r = [&] {
       const AutocastGuard autocast(o.bf16);
-      return ttt_loss(net, batch, o.ttt_steps, o.decay, o.loss_norm);
+      const bool logged = (step + 1) % o.log_every == 0 || step + 1 == steps;
+      return ttt_loss(net, batch, o.ttt_steps, o.decay, o.loss_norm, logged);
     }();
     r.loss.backward();
     dp->allreduce_gradients(net.param_list());

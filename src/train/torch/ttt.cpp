@@ -57,7 +57,7 @@ TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const 
   return b;
 }
 
-TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double decay, LossNorm norm) {
+TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double decay, LossNorm norm, bool hits) {
   TttResult r;
   std::vector<DraftNet::StepKV> kv;
   torch::Tensor g = net.fuse(b.aux);
@@ -84,8 +84,11 @@ TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double dec
     weight *= decay;
     s.cross_entropy = ce.item<double>();
     s.loss = loss.item<double>();
-    s.hits = static_cast<int64_t>((logits.argmax(-1).eq(target).to(torch::kFloat32) * counted).sum().item<double>());
-    s.acc = s.trained > 0 ? static_cast<double>(s.hits) / static_cast<double>(s.trained) : 0.0;
+    if (hits) {
+      torch::NoGradGuard no_grad;
+      s.hits = static_cast<int64_t>((logits.argmax(-1).eq(target).to(torch::kFloat32) * counted).sum().item<double>());
+      s.acc = s.trained > 0 ? static_cast<double>(s.hits) / static_cast<double>(s.trained) : 0.0;
+    }
     r.steps.push_back(s);
   }
   return r;

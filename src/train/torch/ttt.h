@@ -71,7 +71,9 @@ struct TttResult {
 TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
                         int64_t pad_multiple = 1);
 
+// `hits` false: TttStep::hits and acc are left 0 (the drafter's argmax over the draft vocabulary at every position
+// costs as much as a large matmul; training measures it only on the steps it logs).
 TttResult ttt_loss(const DraftNet& net, const TttBatch& batch, int steps, double decay,
-                   LossNorm norm = LossNorm::Official);
+                   LossNorm norm = LossNorm::Official, bool hits = true);
 
 }  // namespace eaglet
