@@ -88,6 +88,11 @@ std::optional<TrainingRecord> read_training_record(const std::string& dir) {
   rec.hidden_size = json_require_int(t, path + ": target", "hidden_size");
   rec.num_hidden_layers = json_require_int(t, path + ": target", "num_hidden_layers");
   rec.vocab_size = json_require_int(t, path + ": target", "vocab_size");
+  for (const auto& prompt : rec.report_prompts)
+    for (int32_t id : prompt)
+      if (id >= rec.vocab_size)
+        fail(path, ": report.prompt_token_ids holds ", id, ", outside the recorded vocabulary [0, ", rec.vocab_size,
+             ")");
   return rec;
 }
 
@@ -118,7 +123,8 @@ void check_training_record(const std::optional<TrainingRecord>& rec, const std::
   if (!diff.empty())
     r.fail("training record", rec->file + ": trained for another target: " + diff,
            "serve the drafter with the target it was trained on, or retrain it on this target's features");
-  else if (!rec->model_sha256.empty() && std::filesystem::exists(weights) && sha256_file(weights) != rec->model_sha256)
+  else if (!rec->model_sha256.empty() && std::filesystem::is_regular_file(weights) &&
+           sha256_file(weights) != rec->model_sha256)
     r.info("training record", rec->file + ": recorded for other weights than " + weights + " (model_sha256 " +
                                   rec->model_sha256.substr(0, 12) +
                                   "...; quantized, converted or retrained since?): the comparisons below are with "

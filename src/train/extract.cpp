@@ -40,19 +40,12 @@ uint64_t fnv1a(const std::string& bytes) {
   return h;
 }
 
-// Why a shard found in the folder cannot be reused ("" when it can): its size and checksum must be the ones recorded
-// when it was written. A folder in its place is refused: it is the user's, not ours to remove.
+// Why a shard found in the folder cannot be reused ("" when it can). A folder in its place is refused: it is the
+// user's, not ours to remove.
 std::string shard_damage(const std::string& path, const nlohmann::json& recorded) {
   if (!fs::is_regular_file(path))
     fail(path, ": is not a file (a folder or a link to one?): move it away and rerun; the shard is extracted again");
-  if (!recorded.is_object()) return "no size and checksum recorded in manifest.json for it";
-  const uint64_t bytes = fs::file_size(path);
-  if (recorded.value("bytes", uint64_t{0}) != bytes)
-    return strprintf("%llu bytes, %llu recorded", static_cast<unsigned long long>(bytes),
-                     static_cast<unsigned long long>(recorded.value("bytes", uint64_t{0})));
-  if (recorded.value("sha256", "") != sha256_file(path))
-    return "its sha256 is not the one recorded (the bytes changed)";
-  return "";
+  return shard_file_damage(path, recorded);
 }
 
 std::string shard_name(int64_t k) {
@@ -466,6 +459,8 @@ ExtractSummary merge_extraction_parts(const std::vector<std::string>& part_dirs,
   }
   const nlohmann::json& first = manifests[0];
   const int64_t parts = first["part"].value("count", int64_t{0}), shards = first.value("shards", int64_t{0});
+  if (shards < 1 || shards > (1 << 20))
+    fail(part_dirs[0], "/manifest.json: 'shards' must be in [1, 2^20], found ", shards);
   if (static_cast<int64_t>(part_dirs.size()) != parts)
     fail(part_dirs[0], ": part of ", parts, " parts, but ", part_dirs.size(), " folders given; give every part once");
   std::vector<bool> seen(static_cast<size_t>(parts), false);
@@ -481,7 +476,17 @@ ExtractSummary merge_extraction_parts(const std::vector<std::string>& part_dirs,
     if (index < 0 || index >= parts || seen[static_cast<size_t>(index)])
       fail(path, ": part ", index, " of ", parts, " is given twice or is out of range");
     seen[static_cast<size_t>(index)] = true;
+    if (!m["shard_files"].is_object()) fail(path, ": 'shard_files' must be an object {name: {bytes, sha256}}");
     for (const auto& [name, recorded] : m["shard_files"].items()) {
+      // Only this part's own shard names: nothing else is linked into the merged folder.
+      const std::string digits = name.size() > 18 ? name.substr(6, name.size() - 18) : "";
+      const int64_t k =
+          !digits.empty() && digits.size() <= 9 && digits.find_first_not_of("0123456789") == std::string::npos
+              ? std::stoll(digits)
+              : -1;
+      if (k < 0 || k >= shards || shard_name(k) != name || k % parts != index || shard_files.contains(name))
+        fail(path, ": shard_files names '", name, "', not a shard of part ", index, " of ", parts, " (", shards,
+             " shards)");
       verify_shard_file((fs::path(part_dirs[i]) / name).string(), recorded, path);
       shard_files[name] = recorded;
     }

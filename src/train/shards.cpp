@@ -44,16 +44,22 @@ void bf16_rows(const TensorView& t, int64_t width, int64_t from, int64_t n, floa
 
 }  // namespace
 
-// The size and checksum recorded when the shard was written, else an Error naming the shard and the fix.
-void verify_shard_file(const std::string& path, const nlohmann::json& recorded, const std::string& manifest) {
-  const std::string fix = ": rerun the same `eaglet extract` command, it extracts the shard again";
-  if (!recorded.is_object()) fail(path, ": not in ", manifest, "'s shard_files (written by another run?)", fix);
-  if (!fs::is_regular_file(path)) fail(path, ": is not a file", fix);
+std::string shard_file_damage(const std::string& path, const nlohmann::json& recorded) {
+  if (!recorded.is_object()) return "no size and checksum recorded for it in the manifest";
   const uint64_t bytes = fs::file_size(path), want = recorded.value("bytes", uint64_t{0});
   if (bytes != want)
-    fail(path, ": ", bytes, " bytes, ", want, " recorded in ", manifest, " (truncated or replaced)", fix);
+    return strprintf("%llu bytes, %llu recorded (truncated or replaced)", static_cast<unsigned long long>(bytes),
+                     static_cast<unsigned long long>(want));
   if (sha256_file(path) != recorded.value("sha256", ""))
-    fail(path, ": its sha256 is not the one recorded in ", manifest, " (the bytes changed since extraction)", fix);
+    return "its sha256 is not the one recorded (the bytes changed)";
+  return "";
+}
+
+void verify_shard_file(const std::string& path, const nlohmann::json& recorded, const std::string& manifest) {
+  const std::string fix = ": rerun the same `eaglet extract` command, it extracts the shard again";
+  if (!fs::is_regular_file(path)) fail(path, ": is not a file", fix);
+  const std::string damage = shard_file_damage(path, recorded);
+  if (!damage.empty()) fail(path, ": ", damage, " in ", manifest, fix);
 }
 
 ExtractedData ExtractedData::open(const std::string& dir) {

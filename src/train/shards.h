@@ -12,8 +12,10 @@
 
 namespace eaglet {
 
-// A shard's size and SHA-256 against what `manifest` recorded for it (`recorded`: {"bytes", "sha256"}); an Error
-// naming the shard and the fix otherwise.
+// Why a shard file (a regular file) is not the one recorded for it (`recorded`: {"bytes", "sha256"} from the
+// manifest's shard_files), or "" when its size and SHA-256 match.
+std::string shard_file_damage(const std::string& path, const nlohmann::json& recorded);
+// The same as an Error naming the shard, `manifest` and the fix (also when the path is not a regular file).
 void verify_shard_file(const std::string& path, const nlohmann::json& recorded, const std::string& manifest);
 
 class ExtractedData : public TrainingData {

@@ -426,6 +426,13 @@ TEST(DoctorGallery, RecordOfOtherWeights) {
       run(make_drafter("record_edited", "exact_echo", {}, {{"eaglet_training.json", rec.dump()}}), kEchoTarget, false);
   EXPECT_TRUE(has(edited, "training record", Verdict::Fail));
   EXPECT_NE(edited.find("training record")->reason.find("not the hash of its prompt_token_ids"), std::string::npos);
+  rec["report"]["prompt_token_ids"][0][0] = 384;  // hashed right, but past the vocabulary
+  rec["report"]["prompts_sha256"] =
+      sha256_token_lists(rec["report"]["prompt_token_ids"].get<std::vector<std::vector<int32_t>>>());
+  const Report outside =
+      run(make_drafter("record_outside", "exact_echo", {}, {{"eaglet_training.json", rec.dump()}}), kEchoTarget, false);
+  EXPECT_TRUE(has(outside, "training record", Verdict::Fail));
+  EXPECT_NE(outside.find("training record")->reason.find("outside the recorded vocabulary"), std::string::npos);
 }
 
 TEST(DoctorGallery, TrainingRecordForAnotherTargetOrMalformed) {

@@ -242,6 +242,18 @@ TEST(Extract, ShardedPartsMergeIntoTheWholeExtraction) {
                                        dir + "/part0 " + dir + "/part0 " + dir + "/part1");
   EXPECT_THAT(twice.err, HasSubstr("is given twice"));
 
+  {  // a manifest naming a file outside its own shards is refused, and nothing of it is linked in
+    const std::string path = dir + "/part1/manifest.json";
+    const std::string good = test::read_file(path);
+    nlohmann::json m = nlohmann::json::parse(good);
+    m["shard_files"]["../escape.safetensors"] = m["shard_files"]["shard-00001.safetensors"];
+    test::write_file(path, m.dump());
+    const auto escape =
+        test::run_command(test::eaglet_bin() + " extract-merge --draft-vocab 100 --out " + dir + "/m4" + parts);
+    EXPECT_EQ(escape.exit_code, 1);
+    EXPECT_THAT(escape.err, HasSubstr("shard_files names '../escape.safetensors', not a shard of part 1 of 3"));
+    test::write_file(path, good);
+  }
   const auto merged =
       test::run_command(test::eaglet_bin() + " extract-merge --draft-vocab 100 --out " + dir + "/merged" + parts);
   ASSERT_EQ(merged.exit_code, 0) << merged.err;

@@ -276,6 +276,11 @@ TrainSummary run_train_draft(const TrainOptions& o) {
   if (o.ttt_steps < 1 || o.ttt_steps > 32) fail("train-draft: --ttt-steps must be in [1, 32], found ", o.ttt_steps);
   if (o.batch < 1 || o.max_length < 4) fail("train-draft: --batch must be >= 1 and --max-length >= 4");
   if (o.select_setting >= o.eval_settings.size()) fail("train-draft: no evaluation setting to select by");
+  if (!o.profile.empty()) {  // libtorch's profiler writes nothing, silently, where it cannot write
+    const std::string first = strprintf("%s.step2", o.profile.c_str());
+    if (!std::ofstream(first))
+      fail("--profile ", o.profile, ": cannot write ", first, " (a missing or read-only folder?)");
+  }
   const std::unique_ptr<DataParallel> dp = DataParallel::join(o.dist);
   if (dp->world() > 1) {
     if (o.batch < dp->world())
@@ -363,6 +368,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
     dp->on_lead([&] {
       if (!path_exists((state_dir / "state.json").string()))
         fail((state_dir / "state.json").string(), ": no checkpoint to resume (run without --resume to start)");
+      require_regular_file((state_dir / "state.json").string());
       state_text = read_file((state_dir / "state.json").string());
       require_regular_file((state_dir / "params.pt").string());  // a FIFO would block a reader
       params_bytes = read_file((state_dir / "params.pt").string());

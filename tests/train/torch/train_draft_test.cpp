@@ -356,6 +356,8 @@ TEST_F(TrainDraftTest, DataParallelFlagsAreChecked) {
   EXPECT_THAT(train(dir + "/c", "--steps 2 --nproc 2 --loss-norm counted", "", &r),
               HasSubstr("--loss-norm counted divides by counts only the whole batch knows"));
   EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(train(dir + "/e", "--steps 2 --profile " + dir + "/absent/trace", "", &r), HasSubstr("cannot write"));
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(train(dir + "/d", "--steps 2 --nproc 4 --batch 2", "", &r),
               HasSubstr("at least one sequence per process"));
   EXPECT_NE(r.exit_code, 0);
