@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/cpu_features.h"
+#include "kernels/dtype.h"
 
 namespace eaglet {
 
@@ -88,6 +89,39 @@ int64_t row_argmax(const float* x, int64_t n) {
 
 float log_sum_exp(const float* x, int64_t n) {
   return active_isa() >= Isa::Avx512 ? detail::log_sum_exp_avx512(x, n) : log_sum_exp_reference(x, n);
+}
+
+void exp_shifted_reference(float* x, int64_t n, float scale, float shift) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::exp(scale * x[i] - shift);
+}
+
+void exp_shifted(float* x, int64_t n, float scale, float shift) {
+  if (active_isa() >= Isa::Avx512)
+    detail::exp_shifted_avx512(x, n, scale, shift);
+  else
+    exp_shifted_reference(x, n, scale, shift);
+}
+
+float dot_reference(const float* a, const float* b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  return active_isa() >= Isa::Avx512 ? detail::dot_avx512(a, b, n) : dot_reference(a, b, n);
+}
+
+void soft_cross_entropy_grad_bf16_reference(uint16_t* out, const uint16_t* x, const float* p, int64_t n, float lse,
+                                            float a) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(a * (std::exp(bf16_to_f32(x[i]) - lse) - p[i]));
+}
+
+void soft_cross_entropy_grad_bf16(uint16_t* out, const uint16_t* x, const float* p, int64_t n, float lse, float a) {
+  if (active_isa() >= Isa::Avx512)
+    detail::soft_cross_entropy_grad_bf16_avx512(out, x, p, n, lse, a);
+  else
+    soft_cross_entropy_grad_bf16_reference(out, x, p, n, lse, a);
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {

@@ -31,10 +31,29 @@ float log_sum_exp_reference(const float* x, int64_t n);
 int64_t row_argmax(const float* x, int64_t n);
 int64_t row_argmax_reference(const float* x, int64_t n);
 
+// x[i] = e^(scale · x[i] - shift), for scale · x[i] <= shift (shift at least the largest: a log-normaliser), n >= 0.
+// Vectorised like softmax; exp_shifted_reference uses std::exp.
+void exp_shifted(float* x, int64_t n, float scale, float shift);
+void exp_shifted_reference(float* x, int64_t n, float scale, float shift);
+
+// The sum of a[i] · b[i] over n elements (n >= 0). Vectorised with AVX-512 when active; dot_reference in order.
+float dot(const float* a, const float* b, int64_t n);
+float dot_reference(const float* a, const float* b, int64_t n);
+
+// The soft cross-entropy's gradient over one row of bf16 logits (raw bits): out[i] = bf16(a · (e^(x[i] - lse) - p[i])),
+// with lse the row's log-normaliser and p the teacher's distribution. Rounded to nearest even, as f32_to_bf16.
+void soft_cross_entropy_grad_bf16(uint16_t* out, const uint16_t* x, const float* p, int64_t n, float lse, float a);
+void soft_cross_entropy_grad_bf16_reference(uint16_t* out, const uint16_t* x, const float* p, int64_t n, float lse,
+                                            float a);
+
 namespace detail {
 int64_t row_argmax_avx512(const float* x, int64_t n);
 void softmax_avx512(float* x, int64_t n);
 float log_sum_exp_avx512(const float* x, int64_t n);
+void exp_shifted_avx512(float* x, int64_t n, float scale, float shift);
+float dot_avx512(const float* a, const float* b, int64_t n);
+void soft_cross_entropy_grad_bf16_avx512(uint16_t* out, const uint16_t* x, const float* p, int64_t n, float lse,
+                                         float a);
 }  // namespace detail
 
 void add_inplace(float* y, const float* x, int64_t n);

@@ -98,4 +98,51 @@ float log_sum_exp_avx512(const float* x, int64_t n) {
   return max + std::log(_mm512_reduce_add_ps(vsum));
 }
 
+void exp_shifted_avx512(float* x, int64_t n, float scale, float shift) {
+  const int64_t full = n / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
+  const __m512 a = _mm512_set1_ps(scale), c = _mm512_set1_ps(shift);
+  // min(.., 0): a rounding above the shift must not leave exp_nonpositive's range.
+  const auto one = [&](__m512 v) {
+    return exp_nonpositive(_mm512_min_ps(_mm512_fmsub_ps(v, a, c), _mm512_setzero_ps()));
+  };
+  for (int64_t i = 0; i < full; i += 16) _mm512_storeu_ps(x + i, one(_mm512_loadu_ps(x + i)));
+  if (tail) _mm512_mask_storeu_ps(x + full, tail, one(_mm512_maskz_loadu_ps(tail, x + full)));
+}
+
+float dot_avx512(const float* a, const float* b, int64_t n) {
+  const int64_t full = n / 16 * 16;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n - full)) - 1);
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= full; i += 32) {
+    s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+    s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+  }
+  if (i < full) s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+  if (tail) s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, a + full), _mm512_maskz_loadu_ps(tail, b + full), s1);
+  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+void soft_cross_entropy_grad_bf16_avx512(uint16_t* out, const uint16_t* x, const float* p, int64_t n, float lse,
+                                         float a) {
+  const __m512 shift = _mm512_set1_ps(lse), scale = _mm512_set1_ps(a);
+  const auto one = [&](__mmask16 m, int64_t i) {
+    const __m512 v =
+        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x + i)), 16));
+    const __m512 e = exp_nonpositive(_mm512_min_ps(_mm512_sub_ps(v, shift), _mm512_setzero_ps()));
+    const __m512 g = _mm512_mul_ps(scale, _mm512_sub_ps(e, _mm512_maskz_loadu_ps(m, p + i)));
+    // to bf16, rounding to nearest even; a NaN stays a (quiet) NaN
+    const __m512i bits = _mm512_castps_si512(g);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(g, g, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+    _mm256_mask_storeu_epi16(out + i, m, _mm512_cvtepi32_epi16(r));
+  };
+  const int64_t full = n / 16 * 16;
+  for (int64_t i = 0; i < full; i += 16) one(0xffff, i);
+  if (full < n) one(static_cast<__mmask16>((1u << (n - full)) - 1), full);
+}
+
 }  // namespace eaglet::detail

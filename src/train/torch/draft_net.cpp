@@ -1,6 +1,7 @@
 #include "train/torch/draft_net.h"
 
 #include "drafter/eagle3_drafter.h"
+#include "train/torch/ttt_ops.h"
 #include "util/error.h"
 
 namespace eaglet {
@@ -30,10 +31,9 @@ torch::Tensor DraftNet::rms_norm(const torch::Tensor& x, const std::string& weig
 torch::Tensor DraftNet::fuse(const torch::Tensor& aux) const { return torch::matmul(aux, params_.at("fc.weight").t()); }
 
 // Rotate-half RoPE (HF Llama): pairs (i, i + d/2) turn by position * inv_freq[i].
-torch::Tensor DraftNet::rope(const torch::Tensor& x, int64_t position_offset) const {
-  const int64_t T = x.size(2), half = x.size(3) / 2;
-  const torch::Tensor pos = torch::arange(position_offset, position_offset + T, torch::kFloat32);
-  const torch::Tensor angles = torch::outer(pos, inv_freq_);  // [T, half]
+torch::Tensor DraftNet::rope(const torch::Tensor& x, const torch::Tensor& positions) const {
+  const int64_t half = x.size(3) / 2;
+  const torch::Tensor angles = (positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq_).unsqueeze(1);  // [R,1,N,half]
   const torch::Tensor cos = angles.cos(), sin = angles.sin();
   const torch::Tensor a = x.narrow(-1, 0, half), b = x.narrow(-1, half, half);
   return torch::cat({a * cos - b * sin, b * cos + a * sin}, -1);
@@ -41,6 +41,12 @@ torch::Tensor DraftNet::rope(const torch::Tensor& x, int64_t position_offset) co
 
 torch::Tensor DraftNet::step(const torch::Tensor& ids, const torch::Tensor& g, int64_t position_offset,
                              std::vector<StepKV>& steps) const {
+  const torch::Tensor positions = torch::arange(position_offset, position_offset + g.size(1), torch::kInt64);
+  return step(ids, g, positions.expand({g.size(0), g.size(1)}), {0}, steps);
+}
+
+torch::Tensor DraftNet::step(const torch::Tensor& ids, const torch::Tensor& g, const torch::Tensor& positions,
+                             const std::vector<int64_t>& starts, std::vector<StepKV>& steps) const {
   const DrafterConfig& c = config_;
   const int64_t B = g.size(0), T = g.size(1), nh = c.num_heads, kvh = c.num_kv_heads, d = c.head_dim;
   const auto& p = params_;
@@ -52,21 +58,19 @@ torch::Tensor DraftNet::step(const torch::Tensor& ids, const torch::Tensor& g, i
         .reshape({B, T, heads, d})
         .transpose(1, 2);
   };
-  const torch::Tensor q = rope(project("q_proj", nh), position_offset);
-  const torch::Tensor k = rope(project("k_proj", kvh), position_offset), v = project("v_proj", kvh);
+  const torch::Tensor q = rope(project("q_proj", nh), positions);
+  const torch::Tensor k = rope(project("k_proj", kvh), positions), v = project("v_proj", kvh);
   steps.push_back({k, v});
-  const auto expand = [&](const torch::Tensor& t) { return t.repeat_interleave(nh / kvh, 1); };  // GQA
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  const torch::Tensor k0 = expand(steps[0].k), v0 = expand(steps[0].v);
-  torch::Tensor scores = torch::matmul(q, k0.transpose(2, 3)) * scale;  // [B, nh, T, T]
-  const torch::Tensor causal = torch::ones({T, T}, torch::kBool).triu(1);
-  scores = scores.masked_fill(causal, -std::numeric_limits<float>::infinity());
-  std::vector<torch::Tensor> parts = {scores};
-  for (size_t j = 1; j < steps.size(); ++j) parts.push_back(((q * expand(steps[j].k)).sum(-1, true)) * scale);
-  const torch::Tensor w = torch::softmax(torch::cat(parts, -1), -1);
-  torch::Tensor attn = torch::matmul(w.narrow(-1, 0, T), v0);
-  for (size_t j = 1; j < steps.size(); ++j)
-    attn = attn + w.narrow(-1, T + static_cast<int64_t>(j) - 1, 1) * expand(steps[j].v);
+  std::vector<torch::Tensor> later_k, later_v;
+  for (size_t j = 1; j < steps.size(); ++j) {
+    later_k.push_back(steps[j].k);
+    later_v.push_back(steps[j].v);
+  }
+  const auto stacked = [&](const std::vector<torch::Tensor>& t) {
+    return t.empty() ? torch::empty({0, B, kvh, T, d}, torch::kFloat32) : torch::stack(t);
+  };
+  torch::Tensor attn = ttt_attention(q, steps[0].k, steps[0].v, stacked(later_k), stacked(later_v),
+                                     1.0 / std::sqrt(static_cast<double>(d)), starts);
   attn = attn.transpose(1, 2).reshape({B, T, nh * d});
   const torch::Tensor h1 = g + torch::matmul(attn, p.at("midlayer.self_attn.o_proj.weight").t());
   const torch::Tensor n = rms_norm(h1, "midlayer.post_attention_layernorm.weight");

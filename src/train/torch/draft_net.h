@@ -31,17 +31,21 @@ class DraftNet {
   struct StepKV {
     torch::Tensor k, v;
   };
-  // One training-time-test step over whole sequences: ids [B, T] (the token paired with each hidden state), hidden
-  // g [B, T, H], RoPE positions t + `position_offset`. Step 0 attends causally to itself; a later step's query at t
-  // attends to step 0's keys at 0..t and to the key at t of every later step (its own chain), as drafting does.
-  // Appends this step's K/V to `steps`. Returns h_out [B, T, H].
+  // One training-time-test step over whole sequences: ids [R, N] (the token paired with each hidden state), hidden
+  // g [R, N, H], RoPE positions [R, N], `starts` cutting each row into sequences (ttt.h's batch layouts). Step 0
+  // attends causally within a sequence; a later step's query at t attends to step 0's keys of its sequence up to t and
+  // to the key at t of every later step (its own chain), as drafting does. Appends this step's K/V to `steps`.
+  // Returns h_out [R, N, H].
+  torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& g, const torch::Tensor& positions,
+                     const std::vector<int64_t>& starts, std::vector<StepKV>& steps) const;
+  // One sequence per row at positions t + position_offset.
   torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& g, int64_t position_offset,
                      std::vector<StepKV>& steps) const;
   torch::Tensor logits(const torch::Tensor& h_out) const;  // [.., H] -> [.., draft_vocab]
 
  private:
   torch::Tensor rms_norm(const torch::Tensor& x, const std::string& weight) const;
-  torch::Tensor rope(const torch::Tensor& x, int64_t position_offset) const;  // x [B, heads, T, d]
+  torch::Tensor rope(const torch::Tensor& x, const torch::Tensor& positions) const;  // x [R, heads, N, d]
 
   DrafterConfig config_;
   std::map<std::string, torch::Tensor> params_;

@@ -353,8 +353,7 @@ TrainSummary run_train_draft(const TrainOptions& o) {
 
   DraftNet net(config, static_cast<int64_t>(data.aux_layers().size()), view_f32(target->embed_tokens()));
   const torch::Tensor target_head = matrix_f32(target->lm_head());
-  const Teacher teacher(torch::tensor(target->final_norm(), torch::kFloat32), tc.rms_norm_eps, target_head, draft_ids,
-                        data.final_normed());
+  const Teacher teacher(target->final_norm(), tc.rms_norm_eps, target->lm_head(), draft_ids, data.final_normed());
   init_draft_net(net, target_head, draft_ids, o.seed);
 
   torch::optim::AdamW optimizer(net.param_list(),

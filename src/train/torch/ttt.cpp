@@ -1,5 +1,9 @@
 #include "train/torch/ttt.h"
 
+#include "kernels/ops.h"
+#include "train/torch/ttt_ops.h"
+#include "util/thread_pool.h"
+
 namespace eaglet {
 
 namespace {
@@ -17,42 +21,69 @@ torch::Tensor shift_left(const torch::Tensor& x, int64_t s, double fill) {
 
 const char* loss_norm_name(LossNorm n) { return n == LossNorm::Official ? "official" : "counted"; }
 
-Teacher::Teacher(torch::Tensor norm, float eps, torch::Tensor lm_head, const std::vector<int32_t>& draft_ids,
+Teacher::Teacher(std::vector<float> norm, float eps, const WeightMatrix& lm_head, const std::vector<int32_t>& draft_ids,
                  bool input_normed)
-    : norm_(std::move(norm)), lm_head_(std::move(lm_head)), eps_(eps), input_normed_(input_normed) {
+    : norm_(std::move(norm)), lm_head_(lm_head), eps_(eps), input_normed_(input_normed) {
   std::vector<int64_t> ids(draft_ids.begin(), draft_ids.end());
   draft_ids_ = torch::tensor(ids, torch::kInt64);
-  to_draft_ = torch::full({lm_head_.size(0)}, -1, torch::kInt64);
+  to_draft_ = torch::full({lm_head_.rows}, -1, torch::kInt64);
   to_draft_.index_put_({draft_ids_}, torch::arange(static_cast<int64_t>(ids.size()), torch::kInt64));
 }
 
 std::pair<torch::Tensor, torch::Tensor> Teacher::operator()(const torch::Tensor& h) const {
   torch::NoGradGuard no_grad;
-  const torch::Tensor n = input_normed_ ? h : h * torch::rsqrt(h.pow(2).mean(-1, true) + eps_) * norm_;
-  const torch::Tensor logits = torch::matmul(n, lm_head_.t());  // [B, T, V]
-  const torch::Tensor argmax =
-      to_draft_.index_select(0, logits.argmax(-1).reshape({-1})).reshape(h.sizes().slice(0, 2));
-  return {torch::softmax(logits.index_select(-1, draft_ids_), -1), argmax};
+  const int64_t H = h.size(-1), M = h.numel() / H, V = lm_head_.rows;
+  torch::Tensor n = h.to(torch::kFloat32).contiguous().clone();
+  float* x = n.data_ptr<float>();
+  if (!input_normed_)
+    for (int64_t r = 0; r < M; ++r) rmsnorm(x + r * H, x + r * H, norm_.data(), H, eps_);
+  torch::Tensor logits = torch::empty({M, V}, torch::kFloat32);
+  matmul(logits.data_ptr<float>(), x, M, lm_head_, thread_pool());
+  torch::Tensor best = torch::empty({M}, torch::kInt64);
+  int64_t* b = best.data_ptr<int64_t>();
+  for (int64_t r = 0; r < M; ++r) b[r] = row_argmax(logits.data_ptr<float>() + r * V, V);
+  const torch::Tensor argmax = to_draft_.index_select(0, best).reshape(h.sizes().slice(0, 2));
+  const torch::Tensor probs = torch::softmax(logits.index_select(1, draft_ids_), -1);
+  return {probs.reshape({h.size(0), h.size(1), -1}), argmax};
 }
 
 TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
-                        int64_t pad_multiple) {
-  int64_t T = 0;
-  for (const SequenceRef& s : seqs) T = std::max(T, s.length);
-  T = (T + pad_multiple - 1) / pad_multiple * pad_multiple;
-  const int64_t B = static_cast<int64_t>(seqs.size()), H = data.hidden_size();
-  const int64_t W = static_cast<int64_t>(data.aux_layers().size()) * H;
-  TttBatch b;
-  for (const SequenceRef& s : seqs) b.length = std::max(b.length, s.length);
-  b.ids = torch::zeros({B, T}, torch::kInt64);
-  b.mask = torch::zeros({B, T}, torch::kFloat32);
-  b.aux = torch::zeros({B, T, W}, torch::kFloat32);
-  torch::Tensor final_hidden = torch::zeros({B, T, H}, torch::kFloat32);
-  for (int64_t i = 0; i < B; ++i) {
-    const SequenceRef& s = seqs[static_cast<size_t>(i)];
-    data.read(s, 0, s.length, b.ids[i].data_ptr<int64_t>(), b.mask[i].data_ptr<float>(), b.aux[i].data_ptr<float>(),
-              final_hidden[i].data_ptr<float>());
+                        int64_t pad_multiple, BatchLayout layout) {
+  const bool packed = layout == BatchLayout::Packed;
+  int64_t longest = 0, total = 0;
+  for (const SequenceRef& s : seqs) {
+    longest = std::max(longest, s.length);
+    total += s.length;
   }
+  const int64_t R = packed ? 1 : static_cast<int64_t>(seqs.size());
+  const int64_t N = ((packed ? total : longest) + pad_multiple - 1) / pad_multiple * pad_multiple;
+  const int64_t H = data.hidden_size(), W = static_cast<int64_t>(data.aux_layers().size()) * H;
+  TttBatch b;
+  b.length = longest;
+  b.positions = static_cast<int64_t>(seqs.size()) * longest;
+  b.ids = torch::zeros({R, N}, torch::kInt64);
+  b.mask = torch::zeros({R, N}, torch::kFloat32);
+  b.aux = torch::zeros({R, N, W}, torch::kFloat32);
+  b.index_in_sequence = torch::zeros({R, N}, torch::kInt64);
+  b.left = torch::zeros({R, N}, torch::kInt64);
+  torch::Tensor final_hidden = torch::zeros({R, N, H}, torch::kFloat32);
+  auto index = b.index_in_sequence.accessor<int64_t, 2>();
+  auto left = b.left.accessor<int64_t, 2>();
+  b.starts = {0};
+  int64_t at = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const SequenceRef& s = seqs[i];
+    const int64_t row = packed ? 0 : static_cast<int64_t>(i), from = packed ? at : 0;
+    data.read(s, 0, s.length, b.ids[row].data_ptr<int64_t>() + from, b.mask[row].data_ptr<float>() + from,
+              b.aux[row].data_ptr<float>() + from * W, final_hidden[row].data_ptr<float>() + from * H);
+    for (int64_t t = 0; t < s.length; ++t) {
+      index[row][from + t] = t;
+      left[row][from + t] = s.length - t;
+    }
+    if (packed && (at += s.length) < N) b.starts.push_back(at);
+  }
+  if (!packed)  // RoPE positions run on through the padding, as in the official trainer
+    b.index_in_sequence.copy_(torch::arange(N, torch::kInt64).expand({R, N}));
   std::tie(b.teacher, b.teacher_argmax) = teacher(final_hidden);
   return b;
 }
@@ -62,21 +93,25 @@ TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double dec
   std::vector<DraftNet::StepKV> kv;
   torch::Tensor g = net.fuse(b.aux);
   r.loss = torch::zeros({}, torch::kFloat32);
-  const int64_t positions = b.positions > 0 ? b.positions : b.ids.size(0) * std::max<int64_t>(b.length, 1);
+  const int64_t positions = b.positions;
   double weight = 1.0;
   for (int k = 0; k < steps; ++k) {
     const torch::Tensor ids = shift_left(b.ids, 1 + k, 0);
-    g = net.step(ids, g, k, kv);
-    const torch::Tensor logits = net.logits(g);
-    const torch::Tensor teacher = shift_left(b.teacher, 1 + k, 0.0);
+    g = net.step(ids, g, b.index_in_sequence + k, b.starts, kv);
     const torch::Tensor target = shift_left(b.teacher_argmax, 1 + k, -1);
-    const torch::Tensor trained = shift_left(b.mask, 2 + k, 0.0);
+    // Trained: the predicted token x[t+2+k] exists in t's own sequence and is trained.
+    const torch::Tensor trained = shift_left(b.mask, 2 + k, 0.0) * b.left.gt(2 + k).to(torch::kFloat32);
     const torch::Tensor counted = trained * target.ge(0).to(torch::kFloat32);
     TttStep s;
     s.positions = positions;
     s.trained = static_cast<int64_t>(trained.sum().item<double>());
     s.counted = static_cast<int64_t>(counted.sum().item<double>());
-    const torch::Tensor ce = (-(teacher * torch::log_softmax(logits, -1)).sum(-1) * counted).sum();
+    // Logits only where the loss looks (a zero weight contributes nothing, forward or backward): the head's matmuls
+    // and the cross-entropy shrink to the counted positions.
+    const torch::Tensor at = counted.reshape({-1}).nonzero().reshape({-1});
+    const torch::Tensor logits = net.logits(g.reshape({-1, g.size(-1)}).index_select(0, at));
+    const torch::Tensor ce = soft_cross_entropy(logits, b.teacher.reshape({-1, b.teacher.size(-1)}), at + (1 + k),
+                                                counted.reshape({-1}).index_select(0, at));
     const double denominator = norm == LossNorm::Official ? static_cast<double>(positions)
                                                           : static_cast<double>(std::max<int64_t>(s.counted, 1));
     const torch::Tensor loss = ce / denominator;
@@ -86,7 +121,7 @@ TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double dec
     s.loss = loss.item<double>();
     if (hits) {
       torch::NoGradGuard no_grad;
-      s.hits = static_cast<int64_t>((logits.argmax(-1).eq(target).to(torch::kFloat32) * counted).sum().item<double>());
+      s.hits = logits.argmax(-1).eq(target.reshape({-1}).index_select(0, at)).sum().item<int64_t>();
       s.acc = s.trained > 0 ? static_cast<double>(s.hits) / static_cast<double>(s.trained) : 0.0;
     }
     r.steps.push_back(s);

@@ -17,23 +17,28 @@
 
 #include <vector>
 
+#include "kernels/matmul.h"
 #include "train/torch/draft_net.h"
 #include "train/training_data.h"
 
 namespace eaglet {
 
 // The target's next-token distribution from its final states over the draft vocabulary: lm_head(norm(h)) from
-// pre-norm states, lm_head(h) from states already normed (never normed twice).
+// pre-norm states, lm_head(h) from states already normed (never normed twice). The logits and their argmax are the
+// serving target's own (kernels/ops.h rmsnorm, kernels/matmul.h matmul on the head as stored, row_argmax), so the
+// drafter learns the tokens greedy decoding will verify.
 class Teacher {
  public:
-  // norm [H], lm_head [V, H] (fp32), draft_ids [Vd] ascending target ids.
-  Teacher(torch::Tensor norm, float eps, torch::Tensor lm_head, const std::vector<int32_t>& draft_ids,
+  // norm [H]; lm_head [V, H] as the target holds it (it must outlive the teacher); draft_ids [Vd] ascending target ids.
+  Teacher(std::vector<float> norm, float eps, const WeightMatrix& lm_head, const std::vector<int32_t>& draft_ids,
           bool input_normed = false);
   // final [B, T, H] -> probs [B, T, Vd], argmax [B, T] (draft id of the target's argmax, -1 outside the vocabulary).
   std::pair<torch::Tensor, torch::Tensor> operator()(const torch::Tensor& final_hidden) const;
 
  private:
-  torch::Tensor norm_, lm_head_, draft_ids_, to_draft_;
+  std::vector<float> norm_;
+  WeightMatrix lm_head_;
+  torch::Tensor draft_ids_, to_draft_;
   float eps_;
   bool input_normed_;
 };
@@ -41,16 +46,21 @@ class Teacher {
 enum class LossNorm { Official, Counted };
 const char* loss_norm_name(LossNorm n);  // "official", "counted"
 
+// A batch in one of two layouts. Packed (the trainer's): the sequences back to back in one row, then padding; no
+// token attends across a sequence's start and no position counts across its end, so the loss and its gradients are
+// those of the padded layout without computing on its padding. Padded: one sequence per row, as the official trainer.
 struct TttBatch {
-  torch::Tensor ids;             // [B, T] int64, 0 after a sequence's end
-  torch::Tensor mask;            // [B, T] f32: 1 where the token exists and is trained
-  torch::Tensor aux;             // [B, T, n_aux * Ht]
-  torch::Tensor teacher;         // [B, T, Vd]
-  torch::Tensor teacher_argmax;  // [B, T] int64
-  int64_t length = 0;            // the longest sequence: T without the padding for kernel shapes
-  int64_t positions = 0;         // B x T the official loss divides by; 0: this batch's own (another: data-parallel)
+  torch::Tensor ids;                // [R, N] int64, 0 on padding
+  torch::Tensor mask;               // [R, N] f32: 1 where the token exists and is trained
+  torch::Tensor aux;                // [R, N, n_aux * Ht]
+  torch::Tensor teacher;            // [R, N, Vd]
+  torch::Tensor teacher_argmax;     // [R, N] int64
+  torch::Tensor index_in_sequence;  // [R, N] int64: RoPE's position at step 0
+  torch::Tensor left;               // [R, N] int64: tokens from this one to its sequence's end (this one included)
+  std::vector<int64_t> starts;      // where sequences (and the padding) start along N, in every row; {0}: padded
+  int64_t length = 0;               // the longest sequence: T without the padding for kernel shapes
+  int64_t positions = 0;  // B x T the official loss divides by (B sequences, T = length); another: data-parallel
 };
-
 // Per step k: the sums behind the normalised figures, so that batches aggregate exactly.
 struct TttStep {
   double loss = 0, acc = 0;  // as normalised (acc always the official way)
@@ -66,10 +76,11 @@ struct TttResult {
   std::vector<TttStep> steps;
 };
 
-// The sequences of a batch, padded to the longest rounded up to `pad_multiple` (few distinct shapes: oneDNN's bf16
-// kernels are generated per shape), with the teacher computed from their final states.
+// The sequences of a batch, packed (or padded to the longest), N rounded up to `pad_multiple` (few distinct shapes:
+// oneDNN's bf16 kernels are generated per shape), with the teacher computed from their final states.
+enum class BatchLayout { Packed, Padded };
 TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
-                        int64_t pad_multiple = 1);
+                        int64_t pad_multiple = 1, BatchLayout layout = BatchLayout::Packed);
 
 // `hits` false: TttStep::hits and acc are left 0 (the drafter's argmax over the draft vocabulary at every position
 // costs as much as a large matmul; training measures it only on the steps it logs).

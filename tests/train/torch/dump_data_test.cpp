@@ -30,18 +30,10 @@ std::string nearecho_target() { return test::fixtures_dir() + "/drafters/targets
 // The target's teacher distributions of a batch, from whichever final state the data holds.
 torch::Tensor teacher_probs(const TrainingData& data, const std::vector<SequenceRef>& seqs) {
   auto target = Transformer::load(nearecho_target());
-  const WeightMatrix& h = target->lm_head();
-  TensorView hv{"",
-                h.dtype,
-                {h.rows, h.cols},
-                static_cast<const std::byte*>(h.data),
-                static_cast<size_t>(h.rows * h.cols) * dtype_size(h.dtype),
-                ""};
   std::vector<int32_t> ids;
   for (size_t i = 0; i < data.d2t().size(); ++i)
     ids.push_back(static_cast<int32_t>(static_cast<int64_t>(i) + data.d2t()[i]));
-  const Teacher teacher(torch::tensor(target->final_norm(), torch::kFloat32), target->config().rms_norm_eps,
-                        torch::tensor(to_f32(&hv), torch::kFloat32).reshape({h.rows, h.cols}), ids,
+  const Teacher teacher(target->final_norm(), target->config().rms_norm_eps, target->lm_head(), ids,
                         data.final_normed());
   return make_ttt_batch(data, teacher, seqs).teacher;
 }

@@ -89,8 +89,7 @@ Rig make_setup(const std::string& data_dir, const std::string& config_dir) {
   const torch::Tensor head = torch::tensor(to_f32(&hv), torch::kFloat32).reshape({h.rows, h.cols});
   s.net = std::make_unique<DraftNet>(DrafterConfig::load(config_dir), 3, embed);
   init_draft_net(*s.net, head, ids, 3);
-  s.teacher = std::make_unique<Teacher>(torch::tensor(s.target->final_norm(), torch::kFloat32),
-                                        s.target->config().rms_norm_eps, head, ids);
+  s.teacher = std::make_unique<Teacher>(s.target->final_norm(), s.target->config().rms_norm_eps, h, ids);
   return s;
 }
 
@@ -121,20 +120,40 @@ TEST_F(TrainDraftTest, LossEqualsIndependentPyTorchComputation) {
   ASSERT_GE(seqs.size(), 3u);
   seqs.resize(3);
   seqs[1].length = 13;  // padding inside the batch
-  TttBatch b = make_ttt_batch(s.data, *s.teacher, seqs);
+  // The oracle reads the official padded layout; eaglet trains on the packed one.
+  TttBatch b = make_ttt_batch(s.data, *s.teacher, seqs, 1, BatchLayout::Padded);
+  TttBatch packed = make_ttt_batch(s.data, *s.teacher, seqs, 8);
+  ASSERT_EQ(packed.ids.size(0), 1);
+  ASSERT_EQ(packed.starts.size(), 4u);  // three sequences and the padding to a multiple of 8
   // Targets outside the draft vocabulary (every 5th position): trained but not counted, as with a real draft vocab.
-  for (int64_t t = 2; t < b.teacher_argmax.size(1); t += 5) b.teacher_argmax.narrow(1, t, 1).fill_(-1);
+  for (TttBatch* x : {&b, &packed})
+    x->teacher_argmax.masked_fill_(x->index_in_sequence.remainder(5).eq(2) & x->left.gt(0), -1);
   const int steps = 4;
   {  // a drafter that hits some targets, so that accuracy is compared on non-zero counts
     torch::optim::AdamW opt(s.net->param_list(), torch::optim::AdamWOptions(3e-3));
     for (int i = 0; i < 30; ++i) {
       opt.zero_grad();
-      ttt_loss(*s.net, b, steps, 0.8).loss.backward();
+      ttt_loss(*s.net, packed, steps, 0.8).loss.backward();
       opt.step();
     }
   }
-  const TttResult mine = ttt_loss(*s.net, b, steps, 0.8);
-  const TttResult counted = ttt_loss(*s.net, b, steps, 0.8, LossNorm::Counted);
+  const TttResult mine = ttt_loss(*s.net, packed, steps, 0.8);
+  const TttResult counted = ttt_loss(*s.net, packed, steps, 0.8, LossNorm::Counted);
+  {  // packing changes neither the loss nor its gradients
+    const auto gradients = [&](const TttBatch& x) {
+      for (torch::Tensor& p : s.net->param_list()) p.mutable_grad() = torch::Tensor();
+      const TttResult r = ttt_loss(*s.net, x, steps, 0.8);
+      r.loss.backward();
+      std::vector<torch::Tensor> g = {r.loss.detach()};
+      for (const torch::Tensor& p : s.net->param_list()) g.push_back(p.grad().clone());
+      return g;
+    };
+    const std::vector<torch::Tensor> padded = gradients(b), from_packed = gradients(packed);
+    for (size_t i = 0; i < padded.size(); ++i)
+      EXPECT_LT((from_packed[i] - padded[i]).abs().max().item<double>(),
+                1e-4 * padded[i].abs().max().item<double>() + 1e-9)
+          << (i == 0 ? "the loss" : "the gradient of parameter " + std::to_string(i - 1));
+  }
 
   std::vector<torch::Tensor> keep;
   std::vector<TensorToWrite> out;
