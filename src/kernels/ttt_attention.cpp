@@ -13,15 +13,6 @@ namespace {
 
 constexpr int64_t kBlock = 64;  // queries per block: their scores against the keys they see, [kBlock, <= T]
 
-WeightMatrix rows_f32(const float* data, int64_t rows, int64_t cols) {
-  WeightMatrix w;
-  w.data = data;
-  w.dtype = DType::F32;
-  w.rows = rows;
-  w.cols = cols;
-  return w;
-}
-
 // out[c, r] = in[r, c] for in [rows, cols].
 void transpose(float* out, const float* in, int64_t rows, int64_t cols) {
   for (int64_t r = 0; r < rows; ++r)
@@ -47,16 +38,18 @@ int64_t head_stride(const TttAttentionGroup& g) { return g.head_stride > 0 ? g.h
 
 void ttt_attention_forward(const TttAttentionGroup& g, float* out, float* lse, TttAttentionScratch& scratch) {
   const int64_t T = g.T, d = g.head_dim, J = g.later, hs = head_stride(g);
-  scratch.floats.resize(static_cast<size_t>(kBlock * T + kBlock * J));
-  float* s = scratch.floats.data();        // [mb, n] probabilities of the block's queries over keys 0..n-1
-  float* p_later = s + kBlock * T;         // [mb, J]
+  scratch.floats.resize(static_cast<size_t>(kBlock * T + kBlock * J + d * T));
+  float* s = scratch.floats.data();  // [mb, n] probabilities of the block's queries over keys 0..n-1
+  float* p_later = s + kBlock * T;   // [mb, J]
+  float* k0t = p_later + kBlock * J;  // [d, T]: keys transposed, so that scores vectorise along the keys
+  transpose(k0t, g.k0, T, d);
   for (int64_t h = 0; h < g.heads; ++h) {
     const float* q = g.q + h * hs;
     float* o = out + h * hs;
     float* l = lse + h * hs / d;
     for (int64_t r0 = 0; r0 < T; r0 += kBlock) {
       const int64_t mb = std::min(kBlock, T - r0), n = r0 + mb;
-      matmul_serial(s, q + r0 * d, mb, rows_f32(g.k0, n, d));
+      gemm_nn_serial(s, q + r0 * d, mb, k0t, d, n, T);
       for (int64_t i = 0; i < mb; ++i) {
         const int64_t t = r0 + i;
         float* row = s + i * n;
@@ -81,12 +74,16 @@ void ttt_attention_backward(const TttAttentionGroup& g, const float* out, const 
                             float* d_q, float* d_k0, float* d_v0, float* d_k_later, float* d_v_later,
                             TttAttentionScratch& scratch) {
   const int64_t T = g.T, d = g.head_dim, J = g.later, hs = head_stride(g);
-  scratch.floats.resize(static_cast<size_t>(3 * kBlock * T + T * d + kBlock * J));
+  scratch.floats.resize(static_cast<size_t>(3 * kBlock * T + 3 * T * d + kBlock * J));
   float* p = scratch.floats.data();  // [mb, n]: probabilities
   float* ds = p + kBlock * T;        // [mb, n]: d(loss)/d(score / scale)
   float* tr = ds + kBlock * T;       // [n, mb]: one of them transposed
   float* tmp = tr + kBlock * T;      // [n, d]
   float* ds_later = tmp + T * d;     // [mb, J]
+  float* k0t = ds_later + kBlock * J;  // [d, T]
+  float* v0t = k0t + T * d;            // [d, T]
+  transpose(k0t, g.k0, T, d);
+  transpose(v0t, g.v0, T, d);
   std::fill(d_k0, d_k0 + T * d, 0.0f);
   std::fill(d_v0, d_v0 + T * d, 0.0f);
   for (int64_t j = 0; j < J; ++j) {
@@ -101,8 +98,8 @@ void ttt_attention_backward(const TttAttentionGroup& g, const float* out, const 
     float* dq = d_q + h * hs;
     for (int64_t r0 = 0; r0 < T; r0 += kBlock) {
       const int64_t mb = std::min(kBlock, T - r0), n = r0 + mb;
-      matmul_serial(p, q + r0 * d, mb, rows_f32(g.k0, n, d));
-      matmul_serial(ds, dout + r0 * d, mb, rows_f32(g.v0, n, d));  // dP = dO · V0ᵀ
+      gemm_nn_serial(p, q + r0 * d, mb, k0t, d, n, T);
+      gemm_nn_serial(ds, dout + r0 * d, mb, v0t, d, n, T);  // dP = dO · V0ᵀ
       for (int64_t i = 0; i < mb; ++i) {
         const int64_t t = r0 + i;
         float* prow = p + i * n;

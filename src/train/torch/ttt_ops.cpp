@@ -3,6 +3,9 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
+#include <algorithm>
+#include <atomic>
+
 #include "kernels/dtype.h"
 #include "kernels/ops.h"
 #include "kernels/ttt_attention.h"
@@ -22,13 +25,25 @@ struct Task {
   int64_t row, kv, s0, s1;
 };
 
+// Longest sequences first: a task costs ~ its length squared.
 std::vector<Task> tasks_of(const torch::Tensor& q, const torch::Tensor& k0, const std::vector<int64_t>& starts) {
   std::vector<Task> out;
   for (int64_t r = 0; r < q.size(0); ++r)
     for (size_t i = 0; i < starts.size(); ++i)
       for (int64_t kv = 0; kv < k0.size(1); ++kv)
         out.push_back({r, kv, starts[i], i + 1 < starts.size() ? starts[i + 1] : q.size(2)});
+  std::stable_sort(out.begin(), out.end(), [](const Task& a, const Task& b) { return a.s1 - a.s0 > b.s1 - b.s0; });
   return out;
+}
+
+// Runs run(task) for every task on libtorch's threads, each taking the next task when done with one: sequences of
+// unequal lengths, split statically, would leave threads idle.
+template <typename Run>
+void run_balanced(const std::vector<Task>& tasks, const Run& run) {
+  std::atomic<size_t> next{0};
+  at::parallel_for(0, at::get_num_threads(), 1, [&](int64_t, int64_t) {
+    for (size_t i = next++; i < tasks.size(); i = next++) run(tasks[i]);
+  });
 }
 
 TttAttentionGroup group_of(const torch::Tensor& q, const torch::Tensor& k0, const torch::Tensor& v0,
@@ -60,13 +75,11 @@ class TttAttentionFunction : public torch::autograd::Function<TttAttentionFuncti
     const torch::Tensor q = f32(q_in), k0 = f32(k0_in), v0 = f32(v0_in), kl = f32(kl_in), vl = f32(vl_in);
     torch::Tensor out = torch::empty_like(q), lse = torch::empty({q.size(0), q.size(1), q.size(2)}, q.options());
     const std::vector<Task> tasks = tasks_of(q, k0, starts);
-    at::parallel_for(0, static_cast<int64_t>(tasks.size()), 1, [&](int64_t begin, int64_t end) {
+    run_balanced(tasks, [&](const Task& task) {
       thread_local TttAttentionScratch scratch;
-      for (int64_t i = begin; i < end; ++i) {
-        const TttAttentionGroup g = group_of(q, k0, v0, kl, vl, scale, tasks[static_cast<size_t>(i)]);
-        const int64_t offset = g.q - q.data_ptr<float>();
-        ttt_attention_forward(g, out.data_ptr<float>() + offset, lse.data_ptr<float>() + offset / q.size(3), scratch);
-      }
+      const TttAttentionGroup g = group_of(q, k0, v0, kl, vl, scale, task);
+      const int64_t offset = g.q - q.data_ptr<float>();
+      ttt_attention_forward(g, out.data_ptr<float>() + offset, lse.data_ptr<float>() + offset / q.size(3), scratch);
     });
     ctx->save_for_backward({q, k0, v0, kl, vl, out, lse});
     ctx->saved_data["scale"] = scale;
@@ -89,16 +102,14 @@ class TttAttentionFunction : public torch::autograd::Function<TttAttentionFuncti
     torch::Tensor dq = torch::empty_like(q), dk0 = torch::empty_like(k0), dv0 = torch::empty_like(v0),
                   dkl = torch::empty_like(kl), dvl = torch::empty_like(vl);
     const std::vector<Task> tasks = tasks_of(q, k0, ctx->saved_data["starts"].toIntVector());
-    at::parallel_for(0, static_cast<int64_t>(tasks.size()), 1, [&](int64_t begin, int64_t end) {
+    run_balanced(tasks, [&](const Task& task) {
       thread_local TttAttentionScratch scratch;
-      for (int64_t i = begin; i < end; ++i) {
-        const TttAttentionGroup g = group_of(q, k0, v0, kl, vl, scale, tasks[static_cast<size_t>(i)]);
-        const int64_t q_off = g.q - q.data_ptr<float>(), kv_off = g.k0 - k0.data_ptr<float>();
-        ttt_attention_backward(g, out.data_ptr<float>() + q_off, lse.data_ptr<float>() + q_off / q.size(3),
-                               d_out.data_ptr<float>() + q_off, dq.data_ptr<float>() + q_off,
-                               dk0.data_ptr<float>() + kv_off, dv0.data_ptr<float>() + kv_off,
-                               dkl.data_ptr<float>() + kv_off, dvl.data_ptr<float>() + kv_off, scratch);
-      }
+      const TttAttentionGroup g = group_of(q, k0, v0, kl, vl, scale, task);
+      const int64_t q_off = g.q - q.data_ptr<float>(), kv_off = g.k0 - k0.data_ptr<float>();
+      ttt_attention_backward(g, out.data_ptr<float>() + q_off, lse.data_ptr<float>() + q_off / q.size(3),
+                             d_out.data_ptr<float>() + q_off, dq.data_ptr<float>() + q_off,
+                             dk0.data_ptr<float>() + kv_off, dv0.data_ptr<float>() + kv_off,
+                             dkl.data_ptr<float>() + kv_off, dvl.data_ptr<float>() + kv_off, scratch);
     });
     const std::vector<int64_t> dtypes = ctx->saved_data["dtypes"].toIntVector();
     const auto as = [&](const torch::Tensor& t, size_t i) { return t.to(static_cast<c10::ScalarType>(dtypes[i])); };
