@@ -10,30 +10,35 @@
 
 namespace eaglet {
 
+// Queries are rows of q; by default row i is the query at position i (queries = T). With `query_pos`, row i is the
+// query at position query_pos[i] (ascending) and only those are computed: later steps of training-time test need
+// only the positions whose chain still counts. Later steps' keys and values, out, lse and d_q follow the query rows.
 struct TttAttentionGroup {
-  int64_t T = 0, head_dim = 0;
-  int64_t heads = 0;  // query heads of this KV head
-  int64_t later = 0;  // J: steps after step 0 whose key at t query t also sees
-  float scale = 0;    // of q·k
-  int64_t head_stride = 0;  // elements from one query head to the next in q, out, d_q and d_out; 0: T · head_dim
-  const float* q = nullptr;                      // [heads, T, head_dim], heads head_stride apart
-  const float* k0 = nullptr;                     // step 0's keys [T, head_dim]
-  const float* v0 = nullptr;                     // step 0's values [T, head_dim]
-  const float* k_later = nullptr;                // step j's keys at k_later + (j - 1) * later_stride, [T, head_dim]
-  const float* v_later = nullptr;                // the same for values
-  int64_t later_stride = 0;                      // elements between consecutive later steps
+  int64_t T = 0, head_dim = 0;  // T: step 0's keys (the sequence's length)
+  int64_t queries = 0;          // rows of q; 0: T
+  const int64_t* query_pos = nullptr;
+  int64_t heads = 0;          // query heads of this KV head
+  int64_t later = 0;          // J: steps after step 0 whose key at t query t also sees
+  float scale = 0;            // of q·k
+  int64_t head_stride = 0;    // elements from one query head to the next in q, out, d_q and d_out; 0: rows · head_dim
+  const float* q = nullptr;   // [heads, rows, head_dim], heads head_stride apart
+  const float* k0 = nullptr;  // step 0's keys [T, head_dim]
+  const float* v0 = nullptr;  // step 0's values [T, head_dim]
+  const float* k_later = nullptr;  // step j's keys at k_later + (j - 1) * later_stride, [rows, head_dim]
+  const float* v_later = nullptr;  // the same for values
+  int64_t later_stride = 0;        // elements between consecutive later steps
 };
 
 struct TttAttentionScratch {
   std::vector<float> floats;
 };
 
-// out [heads, T, head_dim], lse [heads, T]: each query's log-normaliser (what backward needs); both laid out as q
+// out [heads, rows, head_dim], lse [heads, rows]: each query's log-normaliser (what backward needs); both laid out as q
 // (lse's heads head_stride / head_dim apart).
 void ttt_attention_forward(const TttAttentionGroup& g, float* out, float* lse, TttAttentionScratch& scratch);
 
-// Gradients from d_out [heads, T, head_dim], given forward's out and lse: d_q [heads, T, head_dim] and d_k0, d_v0
-// [T, head_dim] are written; d_k_later, d_v_later (laid out as k_later) are written for the J later steps.
+// Gradients from d_out (laid out as q), given forward's out and lse: d_q (as q) and d_k0, d_v0 [T, head_dim] are
+// written; d_k_later, d_v_later (laid out as k_later) are written for the J later steps.
 void ttt_attention_backward(const TttAttentionGroup& g, const float* out, const float* lse, const float* d_out,
                             float* d_q, float* d_k0, float* d_v0, float* d_k_later, float* d_v_later,
                             TttAttentionScratch& scratch);

@@ -46,7 +46,10 @@ torch::Tensor DraftNet::step(const torch::Tensor& ids, const torch::Tensor& g, i
 }
 
 torch::Tensor DraftNet::step(const torch::Tensor& ids, const torch::Tensor& g, const torch::Tensor& positions,
-                             const std::vector<int64_t>& starts, std::vector<StepKV>& steps) const {
+                             const std::vector<int64_t>& starts, std::vector<StepKV>& steps,
+                             const torch::Tensor& query_index) const {
+  if (query_index.defined() && steps.empty())
+    fail("train-draft: step 0 computes every position (its keys are every later query's)");
   const DrafterConfig& c = config_;
   const int64_t B = g.size(0), T = g.size(1), nh = c.num_heads, kvh = c.num_kv_heads, d = c.head_dim;
   const auto& p = params_;
@@ -67,10 +70,10 @@ torch::Tensor DraftNet::step(const torch::Tensor& ids, const torch::Tensor& g, c
     later_v.push_back(steps[j].v);
   }
   const auto stacked = [&](const std::vector<torch::Tensor>& t) {
-    return t.empty() ? torch::empty({0, B, kvh, T, d}, torch::kFloat32) : torch::stack(t);
+    return t.empty() ? torch::empty({0, B, kvh, T, d}, torch::kFloat32) : torch::stack(t);  // T: query rows
   };
   torch::Tensor attn = ttt_attention(q, steps[0].k, steps[0].v, stacked(later_k), stacked(later_v),
-                                     1.0 / std::sqrt(static_cast<double>(d)), starts);
+                                     1.0 / std::sqrt(static_cast<double>(d)), starts, query_index);
   attn = attn.transpose(1, 2).reshape({B, T, nh * d});
   const torch::Tensor h1 = g + torch::matmul(attn, p.at("midlayer.self_attn.o_proj.weight").t());
   const torch::Tensor n = rms_norm(h1, "midlayer.post_attention_layernorm.weight");

@@ -35,9 +35,11 @@ class DraftNet {
   // g [R, N, H], RoPE positions [R, N], `starts` cutting each row into sequences (ttt.h's batch layouts). Step 0
   // attends causally within a sequence; a later step's query at t attends to step 0's keys of its sequence up to t and
   // to the key at t of every later step (its own chain), as drafting does. Appends this step's K/V to `steps`.
-  // Returns h_out [R, N, H].
+  // Returns h_out [R, N, H]. With `query_index` (after step 0, R = 1): ids, g and positions hold only those M
+  // positions of the row ([1, M]; ttt_attention's query subset), and so does the result.
   torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& g, const torch::Tensor& positions,
-                     const std::vector<int64_t>& starts, std::vector<StepKV>& steps) const;
+                     const std::vector<int64_t>& starts, std::vector<StepKV>& steps,
+                     const torch::Tensor& query_index = {}) const;
   // One sequence per row at positions t + position_offset.
   torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& g, int64_t position_offset,
                      std::vector<StepKV>& steps) const;

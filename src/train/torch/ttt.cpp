@@ -90,29 +90,53 @@ TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const 
 
 TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double decay, LossNorm norm, bool hits) {
   TttResult r;
+  r.loss = torch::zeros({}, torch::kFloat32);
+  // Per step k: the target argmax at t+1+k, and whether t counts (x[t+2+k] exists in t's own sequence and is
+  // trained: `trained`; its target is in the draft vocabulary too: `counted`).
+  std::vector<torch::Tensor> target, trained, counted;
+  for (int k = 0; k < steps; ++k) {
+    target.push_back(shift_left(b.teacher_argmax, 1 + k, -1).reshape({-1}));
+    trained.push_back((shift_left(b.mask, 2 + k, 0.0) * b.left.gt(2 + k).to(torch::kFloat32)).reshape({-1}));
+    counted.push_back(trained.back() * target.back().ge(0).to(torch::kFloat32));
+  }
+  // After step 0 (whose keys every later query reads), a position matters only to its own chain: steps 1.. compute
+  // only the positions counted at some step >= 1 (packed batches; the padded layout computes all).
+  torch::Tensor rows;  // flat positions computed at steps >= 1; undefined: all
+  if (b.ids.size(0) == 1 && steps > 1) {
+    torch::Tensor later = torch::zeros_like(counted[0]);
+    for (int k = 1; k < steps; ++k) later = later + counted[static_cast<size_t>(k)];
+    rows = later.gt(0).nonzero().reshape({-1});
+  }
   std::vector<DraftNet::StepKV> kv;
   torch::Tensor g = net.fuse(b.aux);
-  r.loss = torch::zeros({}, torch::kFloat32);
-  const int64_t positions = b.positions;
+  const int64_t H = g.size(-1);
+  const torch::Tensor teacher = b.teacher.reshape({-1, b.teacher.size(-1)});
   double weight = 1.0;
   for (int k = 0; k < steps; ++k) {
-    const torch::Tensor ids = shift_left(b.ids, 1 + k, 0);
-    g = net.step(ids, g, b.index_in_sequence + k, b.starts, kv);
-    const torch::Tensor target = shift_left(b.teacher_argmax, 1 + k, -1);
-    // Trained: the predicted token x[t+2+k] exists in t's own sequence and is trained.
-    const torch::Tensor trained = shift_left(b.mask, 2 + k, 0.0) * b.left.gt(2 + k).to(torch::kFloat32);
-    const torch::Tensor counted = trained * target.ge(0).to(torch::kFloat32);
+    const auto K = static_cast<size_t>(k);
+    const bool subset = k > 0 && rows.defined();
+    const auto here = [&](const torch::Tensor& t) {  // [R, N] -> the positions this step computes, flat
+      return subset ? t.reshape({-1}).index_select(0, rows) : t.reshape({-1});
+    };
+    const torch::Tensor ids = shift_left(b.ids, 1 + k, 0), positions = b.index_in_sequence + k;
+    if (subset) {
+      if (k == 1) g = g.reshape({-1, H}).index_select(0, rows).unsqueeze(0);
+      g = net.step(here(ids).unsqueeze(0), g, here(positions).unsqueeze(0), b.starts, kv, rows);
+    } else {
+      g = net.step(ids, g, positions, b.starts, kv);
+    }
     TttStep s;
-    s.positions = positions;
-    s.trained = static_cast<int64_t>(trained.sum().item<double>());
-    s.counted = static_cast<int64_t>(counted.sum().item<double>());
+    s.positions = b.positions;
+    s.trained = static_cast<int64_t>(trained[K].sum().item<double>());
+    s.counted = static_cast<int64_t>(counted[K].sum().item<double>());
     // Logits only where the loss looks (a zero weight contributes nothing, forward or backward): the head's matmuls
     // and the cross-entropy shrink to the counted positions.
-    const torch::Tensor at = counted.reshape({-1}).nonzero().reshape({-1});
-    const torch::Tensor logits = net.logits(g.reshape({-1, g.size(-1)}).index_select(0, at));
-    const torch::Tensor ce = soft_cross_entropy(logits, b.teacher.reshape({-1, b.teacher.size(-1)}), at + (1 + k),
-                                                counted.reshape({-1}).index_select(0, at));
-    const double denominator = norm == LossNorm::Official ? static_cast<double>(positions)
+    const torch::Tensor weights = here(counted[K]);
+    const torch::Tensor at = weights.nonzero().reshape({-1});
+    const torch::Tensor flat_at = subset ? rows.index_select(0, at) : at;  // positions in the batch
+    const torch::Tensor logits = net.logits(g.reshape({-1, H}).index_select(0, at));
+    const torch::Tensor ce = soft_cross_entropy(logits, teacher, flat_at + (1 + k), weights.index_select(0, at));
+    const double denominator = norm == LossNorm::Official ? static_cast<double>(b.positions)
                                                           : static_cast<double>(std::max<int64_t>(s.counted, 1));
     const torch::Tensor loss = ce / denominator;
     r.loss = r.loss + weight * loss;
@@ -121,7 +145,7 @@ TttResult ttt_loss(const DraftNet& net, const TttBatch& b, int steps, double dec
     s.loss = loss.item<double>();
     if (hits) {
       torch::NoGradGuard no_grad;
-      s.hits = logits.argmax(-1).eq(target.reshape({-1}).index_select(0, at)).sum().item<int64_t>();
+      s.hits = logits.argmax(-1).eq(target[K].index_select(0, flat_at)).sum().item<int64_t>();
       s.acc = s.trained > 0 ? static_cast<double>(s.hits) / static_cast<double>(s.trained) : 0.0;
     }
     r.steps.push_back(s);

@@ -20,20 +20,54 @@ using torch::autograd::variable_list;
 
 torch::Tensor f32(const torch::Tensor& t) { return t.to(torch::kFloat32).contiguous(); }
 
-// The kernel's view of one task: batch row r, KV head kv, the sequence [s0, s1) of the row.
+// The kernel's view of one task: batch row r, KV head kv, the sequence [s0, s1) of the row's keys and its queries,
+// rows [m0, m1) of q.
 struct Task {
-  int64_t row, kv, s0, s1;
+  int64_t row, kv, s0, s1, m0, m1;
 };
 
-// Longest sequences first: a task costs ~ its length squared.
-std::vector<Task> tasks_of(const torch::Tensor& q, const torch::Tensor& k0, const std::vector<int64_t>& starts) {
+// Longest sequences first: a task costs ~ its length squared. `local` [M]: each query's position in its sequence
+// (filled here when queries are a subset).
+std::vector<Task> tasks_of(const torch::Tensor& q, const torch::Tensor& k0, const std::vector<int64_t>& starts,
+                           bool subset, const std::vector<int64_t>& query_index, std::vector<int64_t>& local) {
   std::vector<Task> out;
+  const int64_t N = k0.size(2), M = q.size(2);
+  const int64_t* qi = subset ? query_index.data() : nullptr;
+  local.assign(static_cast<size_t>(M), 0);
   for (int64_t r = 0; r < q.size(0); ++r)
-    for (size_t i = 0; i < starts.size(); ++i)
-      for (int64_t kv = 0; kv < k0.size(1); ++kv)
-        out.push_back({r, kv, starts[i], i + 1 < starts.size() ? starts[i + 1] : q.size(2)});
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t s0 = starts[i], s1 = i + 1 < starts.size() ? starts[i + 1] : N;
+      const int64_t m0 = qi ? std::lower_bound(qi, qi + M, s0) - qi : s0;
+      const int64_t m1 = qi ? std::lower_bound(qi, qi + M, s1) - qi : s1;
+      for (int64_t m = m0; m < m1 && qi; ++m) local[static_cast<size_t>(m)] = qi[m] - s0;
+      if (m1 > m0)
+        for (int64_t kv = 0; kv < k0.size(1); ++kv) out.push_back({r, kv, s0, s1, m0, m1});
+    }
   std::stable_sort(out.begin(), out.end(), [](const Task& a, const Task& b) { return a.s1 - a.s0 > b.s1 - b.s0; });
   return out;
+}
+
+TttAttentionGroup group_of(const torch::Tensor& q, const torch::Tensor& k0, const torch::Tensor& v0,
+                           const torch::Tensor& kl, const torch::Tensor& vl, double scale, const Task& t,
+                           const std::vector<int64_t>& local, bool subset) {
+  const int64_t kvh = k0.size(1), N = k0.size(2), M = q.size(2), d = q.size(3), per = q.size(1) / kvh;
+  TttAttentionGroup g;
+  g.T = t.s1 - t.s0;
+  g.queries = t.m1 - t.m0;
+  g.query_pos = subset ? local.data() + t.m0 : nullptr;
+  g.head_dim = d;
+  g.heads = per;
+  g.later = kl.size(0);
+  g.scale = static_cast<float>(scale);
+  g.head_stride = M * d;
+  const int64_t kv_offset = ((t.row * kvh + t.kv) * N + t.s0) * d;
+  g.q = q.data_ptr<float>() + ((t.row * q.size(1) + t.kv * per) * M + t.m0) * d;
+  g.k0 = k0.data_ptr<float>() + kv_offset;
+  g.v0 = v0.data_ptr<float>() + kv_offset;
+  g.later_stride = kl.size(0) > 0 ? kl[0].numel() : 0;
+  g.k_later = kl.data_ptr<float>() + ((t.row * kvh + t.kv) * M + t.m0) * d;
+  g.v_later = vl.data_ptr<float>() + ((t.row * kvh + t.kv) * M + t.m0) * d;
+  return g;
 }
 
 // Runs run(task) for every task on libtorch's threads, each taking the next task when done with one: sequences of
@@ -46,74 +80,64 @@ void run_balanced(const std::vector<Task>& tasks, const Run& run) {
   });
 }
 
-TttAttentionGroup group_of(const torch::Tensor& q, const torch::Tensor& k0, const torch::Tensor& v0,
-                           const torch::Tensor& kl, const torch::Tensor& vl, double scale, const Task& t) {
-  const int64_t kvh = k0.size(1), N = q.size(2), d = q.size(3), per = q.size(1) / kvh;
-  TttAttentionGroup g;
-  g.T = t.s1 - t.s0;
-  g.head_dim = d;
-  g.heads = per;
-  g.later = kl.size(0);
-  g.scale = static_cast<float>(scale);
-  g.head_stride = N * d;
-  const int64_t kv_offset = ((t.row * kvh + t.kv) * N + t.s0) * d;
-  g.q = q.data_ptr<float>() + ((t.row * q.size(1) + t.kv * per) * N + t.s0) * d;
-  g.k0 = k0.data_ptr<float>() + kv_offset;
-  g.v0 = v0.data_ptr<float>() + kv_offset;
-  g.later_stride = k0.numel();
-  g.k_later = kl.data_ptr<float>() + kv_offset;
-  g.v_later = vl.data_ptr<float>() + kv_offset;
-  return g;
-}
-
 class TttAttentionFunction : public torch::autograd::Function<TttAttentionFunction> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q_in, const torch::Tensor& k0_in,
                                const torch::Tensor& v0_in, const torch::Tensor& kl_in, const torch::Tensor& vl_in,
-                               double scale, const std::vector<int64_t>& starts) {
+                               double scale, const std::vector<int64_t>& starts, bool subset,
+                               const std::vector<int64_t>& query_index) {
     RECORD_FUNCTION("eaglet::ttt_attention", std::vector<c10::IValue>{});  // named in --profile traces
     const torch::Tensor q = f32(q_in), k0 = f32(k0_in), v0 = f32(v0_in), kl = f32(kl_in), vl = f32(vl_in);
     torch::Tensor out = torch::empty_like(q), lse = torch::empty({q.size(0), q.size(1), q.size(2)}, q.options());
-    const std::vector<Task> tasks = tasks_of(q, k0, starts);
+    std::vector<int64_t> local;
+    const std::vector<Task> tasks = tasks_of(q, k0, starts, subset, query_index, local);
     run_balanced(tasks, [&](const Task& task) {
       thread_local TttAttentionScratch scratch;
-      const TttAttentionGroup g = group_of(q, k0, v0, kl, vl, scale, task);
+      const TttAttentionGroup g = group_of(q, k0, v0, kl, vl, scale, task, local, subset);
       const int64_t offset = g.q - q.data_ptr<float>();
       ttt_attention_forward(g, out.data_ptr<float>() + offset, lse.data_ptr<float>() + offset / q.size(3), scratch);
     });
     ctx->save_for_backward({q, k0, v0, kl, vl, out, lse});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["starts"] = starts;
-    ctx->saved_data["dtypes"] = std::vector<int64_t>{static_cast<int64_t>(q_in.scalar_type()),
-                                                     static_cast<int64_t>(k0_in.scalar_type()),
-                                                     static_cast<int64_t>(v0_in.scalar_type()),
-                                                     static_cast<int64_t>(kl_in.scalar_type()),
-                                                     static_cast<int64_t>(vl_in.scalar_type())};
+    ctx->saved_data["subset"] = subset;
+    ctx->saved_data["query_index"] = query_index;
+    ctx->saved_data["dtypes"] =
+        std::vector<int64_t>{static_cast<int64_t>(q_in.scalar_type()), static_cast<int64_t>(k0_in.scalar_type()),
+                             static_cast<int64_t>(v0_in.scalar_type()), static_cast<int64_t>(kl_in.scalar_type()),
+                             static_cast<int64_t>(vl_in.scalar_type())};
     return out.to(q_in.scalar_type());
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     RECORD_FUNCTION("eaglet::ttt_attention_backward", std::vector<c10::IValue>{});
     const variable_list saved = ctx->get_saved_variables();
-    const torch::Tensor &q = saved[0], &k0 = saved[1], &v0 = saved[2], &kl = saved[3], &vl = saved[4],
-                        &out = saved[5], &lse = saved[6];
+    const torch::Tensor &q = saved[0], &k0 = saved[1], &v0 = saved[2], &kl = saved[3], &vl = saved[4], &out = saved[5],
+                        &lse = saved[6];
     const double scale = ctx->saved_data["scale"].toDouble();
     const torch::Tensor d_out = f32(grads[0]);
-    torch::Tensor dq = torch::empty_like(q), dk0 = torch::empty_like(k0), dv0 = torch::empty_like(v0),
+    // zeros: keys of a sequence none of whose queries is computed get no gradient
+    torch::Tensor dq = torch::empty_like(q), dk0 = torch::zeros_like(k0), dv0 = torch::zeros_like(v0),
                   dkl = torch::empty_like(kl), dvl = torch::empty_like(vl);
-    const std::vector<Task> tasks = tasks_of(q, k0, ctx->saved_data["starts"].toIntVector());
+    const bool subset = ctx->saved_data["subset"].toBool();
+    const std::vector<int64_t> query_index = ctx->saved_data["query_index"].toIntVector();
+    std::vector<int64_t> local;
+    const std::vector<Task> tasks =
+        tasks_of(q, k0, ctx->saved_data["starts"].toIntVector(), subset, query_index, local);
     run_balanced(tasks, [&](const Task& task) {
       thread_local TttAttentionScratch scratch;
-      const TttAttentionGroup g = group_of(q, k0, v0, kl, vl, scale, task);
-      const int64_t q_off = g.q - q.data_ptr<float>(), kv_off = g.k0 - k0.data_ptr<float>();
+      const TttAttentionGroup g = group_of(q, k0, v0, kl, vl, scale, task, local, subset);
+      const int64_t q_off = g.q - q.data_ptr<float>(), kv_off = g.k0 - k0.data_ptr<float>(),
+                    later_off = g.k_later - kl.data_ptr<float>();
       ttt_attention_backward(g, out.data_ptr<float>() + q_off, lse.data_ptr<float>() + q_off / q.size(3),
                              d_out.data_ptr<float>() + q_off, dq.data_ptr<float>() + q_off,
                              dk0.data_ptr<float>() + kv_off, dv0.data_ptr<float>() + kv_off,
-                             dkl.data_ptr<float>() + kv_off, dvl.data_ptr<float>() + kv_off, scratch);
+                             dkl.data_ptr<float>() + later_off, dvl.data_ptr<float>() + later_off, scratch);
     });
     const std::vector<int64_t> dtypes = ctx->saved_data["dtypes"].toIntVector();
     const auto as = [&](const torch::Tensor& t, size_t i) { return t.to(static_cast<c10::ScalarType>(dtypes[i])); };
-    return {as(dq, 0), as(dk0, 1), as(dv0, 2), as(dkl, 3), as(dvl, 4), torch::Tensor(), torch::Tensor()};
+    return {as(dq, 0),       as(dk0, 1),      as(dv0, 2),      as(dkl, 3),     as(dvl, 4),
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -158,8 +182,7 @@ class SoftCrossEntropyFunction : public torch::autograd::Function<SoftCrossEntro
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     RECORD_FUNCTION("eaglet::soft_cross_entropy_backward", std::vector<c10::IValue>{});
     const variable_list saved = ctx->get_saved_variables();
-    const torch::Tensor &logits = saved[0], &teacher = saved[1], &rows = saved[2], &weight = saved[3],
-                        &lse = saved[4];
+    const torch::Tensor &logits = saved[0], &teacher = saved[1], &rows = saved[2], &weight = saved[3], &lse = saved[4];
     const int64_t M = logits.size(0), V = logits.size(1);
     const float g = grads[0].to(torch::kFloat32).item<float>();
     torch::Tensor d = torch::empty_like(logits);
@@ -192,16 +215,27 @@ class SoftCrossEntropyFunction : public torch::autograd::Function<SoftCrossEntro
 
 torch::Tensor ttt_attention(const torch::Tensor& q, const torch::Tensor& k0, const torch::Tensor& v0,
                             const torch::Tensor& k_later, const torch::Tensor& v_later, double scale,
-                            const std::vector<int64_t>& starts) {
-  if (q.dim() != 4 || k0.dim() != 4 || k0.sizes() != v0.sizes() || q.size(0) != k0.size(0) ||
-      q.size(2) != k0.size(2) || q.size(3) != k0.size(3) || q.size(1) % k0.size(1) != 0 || k_later.dim() != 5 ||
-      k_later.sizes() != v_later.sizes() || k_later.sizes().slice(1) != k0.sizes())
-    fail("ttt_attention: shapes q ", q.sizes(), ", k0 ", k0.sizes(), ", v0 ", v0.sizes(), ", k_later ",
-         k_later.sizes(), ", v_later ", v_later.sizes(), " do not fit together");
+                            const std::vector<int64_t>& starts, const torch::Tensor& query_index) {
+  const int64_t N = k0.dim() == 4 ? k0.size(2) : -1;
+  if (q.dim() != 4 || k0.dim() != 4 || k0.sizes() != v0.sizes() || q.size(0) != k0.size(0) || q.size(3) != k0.size(3) ||
+      q.size(1) % k0.size(1) != 0 || k_later.dim() != 5 || k_later.sizes() != v_later.sizes() ||
+      k_later.size(1) != q.size(0) || k_later.size(2) != k0.size(1) || k_later.size(3) != q.size(2) ||
+      k_later.size(4) != q.size(3) || (!query_index.defined() && q.size(2) != N))
+    fail("ttt_attention: shapes q ", q.sizes(), ", k0 ", k0.sizes(), ", v0 ", v0.sizes(), ", k_later ", k_later.sizes(),
+         ", v_later ", v_later.sizes(), " do not fit together");
   if (starts.empty() || starts[0] != 0 || !std::is_sorted(starts.begin(), starts.end()) ||
-      std::adjacent_find(starts.begin(), starts.end()) != starts.end() || starts.back() >= q.size(2))
-    fail("ttt_attention: sequence starts must rise from 0 and stay below T = ", q.size(2));
-  return TttAttentionFunction::apply(q, k0, v0, k_later, v_later, scale, starts);
+      std::adjacent_find(starts.begin(), starts.end()) != starts.end() || starts.back() >= N)
+    fail("ttt_attention: sequence starts must rise from 0 and stay below T = ", N);
+  std::vector<int64_t> index;
+  if (query_index.defined()) {
+    const torch::Tensor t = query_index.to(torch::kInt64).contiguous();
+    index.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    if (q.size(0) != 1 || t.dim() != 1 || t.size(0) != q.size(2) ||
+        (!index.empty() && (index.front() < 0 || index.back() >= N)) ||
+        std::adjacent_find(index.begin(), index.end(), std::greater_equal<int64_t>()) != index.end())
+      fail("ttt_attention: query_index must rise within [0, ", N, ") with one entry per query row of one batch row");
+  }
+  return TttAttentionFunction::apply(q, k0, v0, k_later, v_later, scale, starts, query_index.defined(), index);
 }
 
 torch::Tensor soft_cross_entropy(const torch::Tensor& logits, const torch::Tensor& teacher, const torch::Tensor& rows,

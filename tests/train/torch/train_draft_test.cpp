@@ -126,8 +126,12 @@ TEST_F(TrainDraftTest, LossEqualsIndependentPyTorchComputation) {
   ASSERT_EQ(packed.ids.size(0), 1);
   ASSERT_EQ(packed.starts.size(), 4u);  // three sequences and the padding to a multiple of 8
   // Targets outside the draft vocabulary (every 5th position): trained but not counted, as with a real draft vocab.
-  for (TttBatch* x : {&b, &packed})
+  // A prompt of 8 untrained tokens in each sequence: no TTT step after the first counts its start, so those steps
+  // compute only the other positions of the packed batch.
+  for (TttBatch* x : {&b, &packed}) {
     x->teacher_argmax.masked_fill_(x->index_in_sequence.remainder(5).eq(2) & x->left.gt(0), -1);
+    x->mask.masked_fill_(x->index_in_sequence.lt(8), 0.0);
+  }
   const int steps = 4;
   {  // a drafter that hits some targets, so that accuracy is compared on non-zero counts
     torch::optim::AdamW opt(s.net->param_list(), torch::optim::AdamWOptions(3e-3));
@@ -198,7 +202,6 @@ TEST_F(TrainDraftTest, LossEqualsIndependentPyTorchComputation) {
     EXPECT_NEAR(m.loss, ref["step_loss"][k].get<double>(), 1e-4 * ref["step_loss"][k].get<double>()) << "step " << k;
     EXPECT_NEAR(m.acc, ref["step_acc"][k].get<double>(), 1e-9) << "step " << k;
   }
-  EXPECT_GT(mine.steps[0].counted, mine.steps[3].counted);  // later steps count fewer positions
   // The former normalisation (over counted positions) is not the official one, and the oracle sees the difference.
   EXPECT_GT(std::abs(counted.loss.item<double>() - ref_loss), 0.1 * ref_loss);
   for (size_t k = 0; k < static_cast<size_t>(steps); ++k) {

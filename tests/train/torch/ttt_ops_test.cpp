@@ -85,6 +85,32 @@ TEST(TttOps, PackedSequencesAttendOnlyWithinThemselves) {
   EXPECT_THROW(ttt_attention(a[0], a[1], a[2], a[3], a[4], 0.25, {0, T}), std::exception);
 }
 
+TEST(TttOps, SomeQueriesGetTheirRowsOfTheWholeAttention) {
+  torch::manual_seed(7);
+  const int64_t heads = 4, kv_heads = 2, T = 90, d = 16, later = 2;
+  const std::vector<int64_t> starts = {0, 40};
+  const torch::Tensor index = torch::tensor(std::vector<int64_t>{3, 4, 20, 39, 40, 41, 70, 89});
+  std::vector<torch::Tensor> in = {torch::randn({1, heads, T, d}), torch::randn({1, kv_heads, T, d}),
+                                   torch::randn({1, kv_heads, T, d}), torch::randn({later, 1, kv_heads, T, d}),
+                                   torch::randn({later, 1, kv_heads, T, d})};
+  std::vector<torch::Tensor> a, b;
+  for (const torch::Tensor& t : in) {
+    a.push_back(t.clone().requires_grad_(true));
+    b.push_back(t.clone().requires_grad_(true));
+  }
+  const torch::Tensor upstream = torch::randn({1, heads, index.size(0), d});
+  const torch::Tensor some = ttt_attention(a[0].index_select(2, index), a[1], a[2], a[3].index_select(3, index),
+                                           a[4].index_select(3, index), 0.25, starts, index);
+  const torch::Tensor whole = ttt_attention(b[0], b[1], b[2], b[3], b[4], 0.25, starts).index_select(2, index);
+  EXPECT_LT(relative_error(some, whole), 1e-6);
+  (some * upstream).sum().backward();
+  (whole * upstream).sum().backward();
+  for (size_t i = 0; i < in.size(); ++i) EXPECT_LT(relative_error(a[i].grad(), b[i].grad()), 1e-5) << "input " << i;
+  EXPECT_THROW(ttt_attention(a[0].index_select(2, index), a[1], a[2], a[3].index_select(3, index),
+                             a[4].index_select(3, index), 0.25, starts, index.flip(0)),
+               std::exception);
+}
+
 TEST(TttOps, AttentionKeepsTheDtypesItIsGiven) {
   torch::manual_seed(4);
   const torch::Tensor q = torch::randn({1, 2, 8, 8}).requires_grad_(true);
