@@ -25,6 +25,20 @@ torch::Tensor attention_by_definition(const torch::Tensor& q, const torch::Tenso
   return out;
 }
 
+// q, k0, v0, k_later, v_later for B batch rows of T positions, random; two
+// independent leaf copies, one for each side of a comparison.
+struct AttentionInputs {
+  std::vector<torch::Tensor> a, b;
+  AttentionInputs(int64_t B, int64_t heads, int64_t kv_heads, int64_t T, int64_t d, int64_t later) {
+    for (const torch::Tensor& t :
+         {torch::randn({B, heads, T, d}), torch::randn({B, kv_heads, T, d}), torch::randn({B, kv_heads, T, d}),
+          torch::randn({later, B, kv_heads, T, d}), torch::randn({later, B, kv_heads, T, d})}) {
+      a.push_back(t.clone().requires_grad_(true));
+      b.push_back(t.clone().requires_grad_(true));
+    }
+  }
+};
+
 double relative_error(const torch::Tensor& got, const torch::Tensor& want) {
   return (got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>() /
          want.to(torch::kFloat64).abs().max().item<double>();
@@ -34,22 +48,16 @@ TEST(TttOps, AttentionAndItsGradientsEqualTheComposition) {
   torch::manual_seed(3);
   for (const int64_t later : {int64_t{0}, int64_t{2}}) {
     const int64_t B = 2, heads = 4, kv_heads = 2, T = 90, d = 16;
-    std::vector<torch::Tensor> in = {torch::randn({B, heads, T, d}), torch::randn({B, kv_heads, T, d}),
-                                     torch::randn({B, kv_heads, T, d}), torch::randn({later, B, kv_heads, T, d}),
-                                     torch::randn({later, B, kv_heads, T, d})};
-    std::vector<torch::Tensor> a, b;
-    for (const torch::Tensor& t : in) {
-      a.push_back(t.clone().requires_grad_(true));
-      b.push_back(t.clone().requires_grad_(true));
-    }
+    AttentionInputs inputs(B, heads, kv_heads, T, d, later);
+    std::vector<torch::Tensor>&a = inputs.a, &b = inputs.b;
     const torch::Tensor upstream = torch::randn({B, heads, T, d});
     const torch::Tensor fused = ttt_attention(a[0], a[1], a[2], a[3], a[4], 0.25);
     const torch::Tensor want = attention_by_definition(b[0], b[1], b[2], b[3], b[4], 0.25);
     EXPECT_LT(relative_error(fused, want), 1e-5) << "later steps " << later;
     (fused * upstream).sum().backward();
     (want * upstream).sum().backward();
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (in[i].numel() == 0) continue;
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i].numel() == 0) continue;
       ASSERT_TRUE(a[i].grad().defined()) << "input " << i;
       EXPECT_LT(relative_error(a[i].grad(), b[i].grad()), 1e-5) << "input " << i << ", later steps " << later;
     }
@@ -60,14 +68,8 @@ TEST(TttOps, PackedSequencesAttendOnlyWithinThemselves) {
   torch::manual_seed(6);
   const int64_t heads = 4, kv_heads = 2, T = 100, d = 16, later = 2;
   const std::vector<int64_t> starts = {0, 30, 31, 75};
-  std::vector<torch::Tensor> in = {torch::randn({1, heads, T, d}), torch::randn({1, kv_heads, T, d}),
-                                   torch::randn({1, kv_heads, T, d}), torch::randn({later, 1, kv_heads, T, d}),
-                                   torch::randn({later, 1, kv_heads, T, d})};
-  std::vector<torch::Tensor> a, b;
-  for (const torch::Tensor& t : in) {
-    a.push_back(t.clone().requires_grad_(true));
-    b.push_back(t.clone().requires_grad_(true));
-  }
+  AttentionInputs inputs(1, heads, kv_heads, T, d, later);
+  std::vector<torch::Tensor>&a = inputs.a, &b = inputs.b;
   const torch::Tensor fused = ttt_attention(a[0], a[1], a[2], a[3], a[4], 0.25, starts);
   std::vector<torch::Tensor> pieces;
   for (size_t i = 0; i < starts.size(); ++i) {  // each sequence on its own
@@ -80,7 +82,7 @@ TEST(TttOps, PackedSequencesAttendOnlyWithinThemselves) {
   const torch::Tensor upstream = torch::randn({1, heads, T, d});
   (fused * upstream).sum().backward();
   (want * upstream).sum().backward();
-  for (size_t i = 0; i < in.size(); ++i) EXPECT_LT(relative_error(a[i].grad(), b[i].grad()), 1e-5) << "input " << i;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(relative_error(a[i].grad(), b[i].grad()), 1e-5) << "input " << i;
   EXPECT_THROW(ttt_attention(a[0], a[1], a[2], a[3], a[4], 0.25, {0, 50, 40}), std::exception);
   EXPECT_THROW(ttt_attention(a[0], a[1], a[2], a[3], a[4], 0.25, {0, T}), std::exception);
 }
@@ -90,14 +92,8 @@ TEST(TttOps, SomeQueriesGetTheirRowsOfTheWholeAttention) {
   const int64_t heads = 4, kv_heads = 2, T = 90, d = 16, later = 2;
   const std::vector<int64_t> starts = {0, 40};
   const torch::Tensor index = torch::tensor(std::vector<int64_t>{3, 4, 20, 39, 40, 41, 70, 89});
-  std::vector<torch::Tensor> in = {torch::randn({1, heads, T, d}), torch::randn({1, kv_heads, T, d}),
-                                   torch::randn({1, kv_heads, T, d}), torch::randn({later, 1, kv_heads, T, d}),
-                                   torch::randn({later, 1, kv_heads, T, d})};
-  std::vector<torch::Tensor> a, b;
-  for (const torch::Tensor& t : in) {
-    a.push_back(t.clone().requires_grad_(true));
-    b.push_back(t.clone().requires_grad_(true));
-  }
+  AttentionInputs inputs(1, heads, kv_heads, T, d, later);
+  std::vector<torch::Tensor>&a = inputs.a, &b = inputs.b;
   const torch::Tensor upstream = torch::randn({1, heads, index.size(0), d});
   const torch::Tensor some = ttt_attention(a[0].index_select(2, index), a[1], a[2], a[3].index_select(3, index),
                                            a[4].index_select(3, index), 0.25, starts, index);
@@ -105,7 +101,7 @@ TEST(TttOps, SomeQueriesGetTheirRowsOfTheWholeAttention) {
   EXPECT_LT(relative_error(some, whole), 1e-6);
   (some * upstream).sum().backward();
   (whole * upstream).sum().backward();
-  for (size_t i = 0; i < in.size(); ++i) EXPECT_LT(relative_error(a[i].grad(), b[i].grad()), 1e-5) << "input " << i;
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_LT(relative_error(a[i].grad(), b[i].grad()), 1e-5) << "input " << i;
   EXPECT_THROW(ttt_attention(a[0].index_select(2, index), a[1], a[2], a[3].index_select(3, index),
                              a[4].index_select(3, index), 0.25, starts, index.flip(0)),
                std::exception);
