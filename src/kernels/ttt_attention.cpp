@@ -122,7 +122,7 @@ void ttt_attention_backward(const TttAttentionGroup& g, const float* out, const 
       }
       transpose(tr, p, mb, n);  // dV0 += Pᵀ · dO
       gemm_nn_serial(tmp, tr, n, dout + r0 * d, mb, d, d);
-      axpy(d_v0, 1.0f, tmp, n * d);
+      add_inplace(d_v0, tmp, n * d);
       gemm_nn_serial(dq + r0 * d, ds, mb, g.k0, n, d, d);  // dQ = scale · dS · K0 (+ the later keys)
       for (int64_t i = 0; i < mb; ++i) {
         float* dqt = dq + (r0 + i) * d;

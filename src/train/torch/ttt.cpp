@@ -2,6 +2,7 @@
 
 #include "kernels/ops.h"
 #include "train/torch/ttt_ops.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace eaglet {
@@ -49,6 +50,7 @@ std::pair<torch::Tensor, torch::Tensor> Teacher::operator()(const torch::Tensor&
 
 TttBatch make_ttt_batch(const TrainingData& data, const Teacher& teacher, const std::vector<SequenceRef>& seqs,
                         int64_t pad_multiple, BatchLayout layout) {
+  if (pad_multiple < 1) fail("make_ttt_batch: pad_multiple must be at least 1, got ", pad_multiple);
   const bool packed = layout == BatchLayout::Packed;
   int64_t longest = 0, total = 0;
   for (const SequenceRef& s : seqs) {
