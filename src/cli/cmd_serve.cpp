@@ -31,6 +31,13 @@ Command add_serve(CLI::App& app) {
                   "Prompt tokens per prefill forward, as -b: one such forward runs between two decode steps")
       ->check(CLI::Range(1, 1 << 20))
       ->excludes("-b");  // the same setting: given both, neither silently wins
+  cmd->add_option("--max-total-tokens", e.max_total_tokens,
+                  "Tokens the paged KV pool holds for all sequences (SGLang's name; default: --mem-fraction-static "
+                  "of the memory available after loading, at most --max-batch x context)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd->add_option("--mem-fraction-static", e.mem_fraction,
+                  "Fraction of the available memory the KV pool may take when --max-total-tokens is not given")
+      ->check(CLI::Range(0.01, 1.0));
   add_threads_option(*cmd, o->threads);
   add_chat_template_args(*cmd, e.chat_template_file);
   add_drafter_args(*cmd, e.spec);

@@ -243,8 +243,9 @@ std::string Eagle3Drafter::describe() const {
   return s.str();
 }
 
-KVCache Eagle3Drafter::make_cache(int64_t capacity) const {
-  return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity);
+KVCache Eagle3Drafter::make_cache(int64_t capacity, std::shared_ptr<KVPool> pool) const {
+  return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity,
+                 std::move(pool));
 }
 
 // x[M, hidden] = fc(aux), the aux rows normed first where the layout says so.

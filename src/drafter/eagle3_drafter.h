@@ -74,8 +74,8 @@ class Eagle3Drafter {
   const VocabMap& vocab() const { return vocab_; }
   std::string describe() const;  // one line for the start-up log
   const Checkpoint& checkpoint() const { return checkpoint_; }
-  const std::string& layer0_prefix() const { return layer0_prefix_; }  // "midlayer." or "layers.0."
-  KVCache make_cache(int64_t capacity) const;
+  const std::string& layer0_prefix() const { return layer0_prefix_; }                  // "midlayer." or "layers.0."
+  KVCache make_cache(int64_t capacity, std::shared_ptr<KVPool> pool = nullptr) const;  // null: a private pool
 
   // Hidden input of a forward: the target's aux states [M, aux_width] (first pass), or the drafter's own
   // h_next rows [M, hidden] (later steps).

@@ -31,8 +31,8 @@ void Eagle3Proposer::keep_head_output(size_t node, int64_t row) {
   }
 }
 
-void Eagle3Proposer::reset(int64_t capacity) {
-  cache_ = drafter_.make_cache(capacity);
+void Eagle3Proposer::reset(int64_t capacity, std::shared_ptr<KVPool> pool) {
+  cache_ = drafter_.make_cache(capacity, std::move(pool));
   best_.assign(1, -1);
   logits_.assign(1, {});
   hidden_.assign(1, {});

@@ -18,7 +18,9 @@ class Eagle3Proposer : public Proposer {
   int64_t draft_vocab() const override { return drafter_.config().draft_vocab_size; }
   int32_t to_target(int32_t draft_id) const override { return drafter_.vocab().to_target(draft_id); }
 
-  void reset(int64_t capacity) override;
+  void reset(int64_t capacity, std::shared_ptr<KVPool> pool) override;
+  void release_kv() override { cache_.release(); }
+  int64_t kv_blocks_to_grow(int64_t tokens) const override { return cache_.blocks_to_grow(tokens); }
   void extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) override;
   const float* logits(int node) const override;
   int32_t best(int node) const override;

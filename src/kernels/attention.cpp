@@ -42,34 +42,52 @@ bool outside_window(const AttentionHeads& h, const KVLayerView& kv, int64_t quer
 
 }  // namespace
 
+KVLayerView KVLayerView::contiguous(const float* keys_t, const float* values_t, int64_t key_dim, int64_t value_dim,
+                                    int64_t capacity, int64_t committed, const int64_t* positions) {
+  static constexpr int32_t kFirstBlock = 0;
+  return {keys_t, values_t, &kFirstBlock, 0, capacity, key_dim, value_dim, committed, positions};
+}
+
 void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& h, const KVLayerView& kv,
                std::span<const int32_t> positions, const AttentionMask& mask, AttentionScratch& s, ThreadPool& pool) {
   const int64_t Dk = kv.key_dim, Dv = kv.value_dim, Hq = h.num_heads, group = h.num_heads / h.num_kv_heads;
-  const int64_t total = kv.committed + M, rows = M * group, cap = kv.capacity;
+  const int64_t total = kv.committed + M, rows = M * group, B = kv.block_tokens;
   const float scale = scale_of(h, kv);
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  // Per thread: queries and scores of all rows; then per token its slots, probabilities, gathered values, outputs.
+  // Per thread: queries and scores of all rows, one block's scores; then per token its slots, probabilities,
+  // gathered values, outputs.
   const int64_t tail_max = kAttentionTail + 16 + mask.past + M;  // L - A never exceeds this
-  const size_t per_thread = static_cast<size_t>(rows * (Dk + total) + group * total + Dv * tail_max + 2 * group * Dv);
+  const int64_t block_scores = total > B ? rows * B : 0;
+  const size_t per_thread =
+      static_cast<size_t>(rows * (Dk + total) + block_scores + group * total + Dv * tail_max + 3 * group * Dv);
   grow(s.floats, static_cast<int64_t>(pool.size() * per_thread));
   grow(s.slots, static_cast<int64_t>(pool.size()) * total);
   pool.parallel_for(static_cast<size_t>(h.num_kv_heads), [&](size_t begin, size_t end, int thread) {
     float* q = &s.floats[static_cast<size_t>(thread) * per_thread];
-    float* scores = q + rows * Dk;           // [rows, total]
-    float* prob = scores + rows * total;     // [group, L]
-    float* gathered = prob + group * total;  // [Dv, L - A]
-    float* out1 = gathered + Dv * tail_max;  // [group, Dv]
-    float* out2 = out1 + group * Dv;         // [group, Dv]
+    float* scores = q + rows * Dk;             // [rows, total]
+    float* one_block = scores + rows * total;  // [rows, B]
+    float* prob = one_block + block_scores;    // [group, L]
+    float* gathered = prob + group * total;    // [Dv, L - A]
+    float* out1 = gathered + Dv * tail_max;    // [group, Dv]
+    float* out2 = out1 + group * Dv;           // [group, Dv]
+    float* out3 = out2 + group * Dv;           // [group, Dv]
     int64_t* slots = &s.slots[static_cast<size_t>(thread) * static_cast<size_t>(total)];
     for (size_t kvh_index = begin; kvh_index < end; ++kvh_index) {
       const int64_t kvh = static_cast<int64_t>(kvh_index);
-      const float* keys_t = kv.keys_t + kvh * Dk * cap;
-      const float* values_t = kv.values_t + kvh * Dv * cap;
       for (int64_t m = 0; m < M; ++m)
         for (int64_t g = 0; g < group; ++g)
           std::memcpy(q + (m * group + g) * Dk, q_all + (m * Hq + kvh * group + g) * Dk,
                       static_cast<size_t>(Dk) * sizeof(float));
-      gemm_nn_serial(scores, q, rows, keys_t, Dk, total, cap);
+      if (total <= B) {
+        gemm_nn_serial(scores, q, rows, kv.key_block(0, kvh), Dk, total, B);
+      } else {
+        for (int64_t b = 0; b * B < total; ++b) {
+          const int64_t n = std::min(B, total - b * B);
+          gemm_nn_serial(one_block, q, rows, kv.key_block(b, kvh), Dk, n, B);
+          for (int64_t r = 0; r < rows; ++r)
+            std::memcpy(scores + r * total + b * B, one_block + r * n, static_cast<size_t>(n) * sizeof(float));
+        }
+      }
       for (int64_t m = 0; m < M; ++m) {
         int64_t contiguous = 0;
         const int64_t L = visible_slots(kv, M, m, mask, slots, &contiguous);
@@ -83,15 +101,20 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
             p[i] = outside_window(h, kv, qpos, slots[i]) ? neg_inf : row[slots[i]] * scale;
           softmax(p, L);
         }
-        // out = P[:, 0:A] · V[0:A] (in place) + P[:, A:L] · V[gathered A:L].
+        // out = P[:, 0:A] · V[0:A] (in place, block by block) + P[:, A:L] · V[gathered A:L].
         const int64_t T = L - A;
         for (int64_t d = 0; d < Dv; ++d)
-          for (int64_t i = 0; i < T; ++i) gathered[d * T + i] = values_t[d * cap + slots[A + i]];
+          for (int64_t i = 0; i < T; ++i) gathered[d * T + i] = kv.value(kvh, d, slots[A + i]);
         matmul_serial_strided(out2, prob + A, L, group, {gathered, DType::F32, Dv, T});
-        if (A > 0) {
-          matmul_serial_strided(out1, prob, L, group, {values_t, DType::F32, Dv, A, cap});
-          for (int64_t i = 0; i < group * Dv; ++i) out2[i] += out1[i];
+        for (int64_t b = 0; b * B < A; ++b) {
+          const int64_t n = std::min(B, A - b * B);
+          matmul_serial_strided(b == 0 ? out1 : out3, prob + b * B, L, group,
+                                {kv.value_block(b, kvh), DType::F32, Dv, n, B});
+          if (b > 0)
+            for (int64_t i = 0; i < group * Dv; ++i) out1[i] += out3[i];
         }
+        if (A > 0)
+          for (int64_t i = 0; i < group * Dv; ++i) out2[i] += out1[i];
         for (int64_t g = 0; g < group; ++g)
           std::memcpy(out + (m * Hq + kvh * group + g) * Dv, out2 + g * Dv, static_cast<size_t>(Dv) * sizeof(float));
       }
@@ -101,7 +124,7 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
 
 void attention_reference(float* out, const float* q, int64_t M, const AttentionHeads& h, const KVLayerView& kv,
                          std::span<const int32_t> positions, const AttentionMask& mask) {
-  const int64_t Dk = kv.key_dim, Dv = kv.value_dim, group = h.num_heads / h.num_kv_heads, cap = kv.capacity;
+  const int64_t Dk = kv.key_dim, Dv = kv.value_dim, group = h.num_heads / h.num_kv_heads;
   const float scale = scale_of(h, kv);
   std::vector<int64_t> slots(static_cast<size_t>(kv.committed + M));
   std::vector<double> p;
@@ -120,7 +143,7 @@ void attention_reference(float* out, const float* q, int64_t M, const AttentionH
         }
         double dot = 0.0;
         for (int64_t d = 0; d < Dk; ++d)
-          dot += static_cast<double>(qh[d]) * kv.keys_t[(kvh * Dk + d) * cap + slots[static_cast<size_t>(i)]];
+          dot += static_cast<double>(qh[d]) * kv.key(kvh, d, slots[static_cast<size_t>(i)]);
         p[static_cast<size_t>(i)] = dot * scale;
         max = std::max(max, p[static_cast<size_t>(i)]);
       }
@@ -128,7 +151,7 @@ void attention_reference(float* out, const float* q, int64_t M, const AttentionH
       for (int64_t d = 0; d < Dv; ++d) {
         double acc = 0.0;
         for (int64_t i = 0; i < L; ++i)
-          acc += p[static_cast<size_t>(i)] * kv.values_t[(kvh * Dv + d) * cap + slots[static_cast<size_t>(i)]];
+          acc += p[static_cast<size_t>(i)] * kv.value(kvh, d, slots[static_cast<size_t>(i)]);
         out[(m * h.num_heads + head) * Dv + d] = static_cast<float>(acc / sum);
       }
     }

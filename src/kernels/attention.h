@@ -5,9 +5,10 @@
 //
 // Each token attends over its "logical sequence": the committed entries, then the entries of this batch it sees (its
 // ancestors in a tree), in order. The sums over that sequence are split at a point A that depends only on its length
-// L: [0, A) is read in place from the cache, [A, L) (the last kAttentionTail..kAttentionTail+15 entries) from a
-// gathered copy. A tree node and the same token decoded alone after its path was committed thus compute exactly the
-// same sums: tree verification gives bit-identical logits to plain decoding.
+// L: [0, A) is read in place from the cache, block by block (the blocks' partial sums added in order), [A, L) (the
+// last kAttentionTail..kAttentionTail+15 entries) from a gathered copy. A tree node and the same token decoded alone
+// after its path was committed thus compute exactly the same sums: tree verification gives bit-identical logits to
+// plain decoding.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -18,14 +19,35 @@ class ThreadPool;
 
 constexpr int64_t kAttentionTail = 80;  // > the deepest draft tree (num_steps <= 64)
 
-// One layer of a KV cache, as attention reads it. Per KV head, keys [key_dim, capacity] and values
-// [value_dim, capacity] are stored transposed (scores = Q·Kᵀ vectorise along the cache).
+// One layer of a KV cache, as attention reads it: blocks of `block_tokens` slots (a paged cache; a contiguous one is
+// a single block as wide as its capacity). Logical slot i lives in physical block blocks[i / block_tokens], column
+// i % block_tokens. Per block and KV head, keys [key_dim, block_tokens] and values [value_dim, block_tokens] are
+// stored transposed (scores = Q·Kᵀ vectorise along the block).
 struct KVLayerView {
-  const float* keys_t = nullptr;    // KV head h at keys_t + h * key_dim * capacity
-  const float* values_t = nullptr;  // KV head h at values_t + h * value_dim * capacity
-  int64_t key_dim = 0, value_dim = 0, capacity = 0;
+  const float* keys = nullptr;    // block p's keys of KV head h at keys + p * block_stride + h * key_dim * block_tokens
+  const float* values = nullptr;  // block p's values of KV head h at values + p * block_stride + h * value_dim * ...
+  const int32_t* blocks = nullptr;  // physical block of each logical block
+  int64_t block_stride = 0;         // floats from one physical block to the next
+  int64_t block_tokens = 0;
+  int64_t key_dim = 0, value_dim = 0;
   int64_t committed = 0;               // entries before the batch; the batch's own are at committed + i
   const int64_t* positions = nullptr;  // position of each slot (for sliding windows)
+
+  // One array per KV head, keys [key_dim, capacity] and values [value_dim, capacity].
+  static KVLayerView contiguous(const float* keys_t, const float* values_t, int64_t key_dim, int64_t value_dim,
+                                int64_t capacity, int64_t committed, const int64_t* positions);
+  const float* key_block(int64_t logical, int64_t head) const {
+    return keys + blocks[logical] * block_stride + head * key_dim * block_tokens;
+  }
+  const float* value_block(int64_t logical, int64_t head) const {
+    return values + blocks[logical] * block_stride + head * value_dim * block_tokens;
+  }
+  float key(int64_t head, int64_t d, int64_t slot) const {
+    return key_block(slot / block_tokens, head)[d * block_tokens + slot % block_tokens];
+  }
+  float value(int64_t head, int64_t d, int64_t slot) const {
+    return value_block(slot / block_tokens, head)[d * block_tokens + slot % block_tokens];
+  }
 };
 
 // Which cache entries each token of a batch of M sees. Empty: all committed entries, and the batch causally.

@@ -1,58 +1,128 @@
 #include "model/kv_cache.h"
 
-#include <cstring>
+#include <algorithm>
 
 #include "util/error.h"
 
 namespace eaglet {
 
-KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t key_dim, int64_t value_dim, int64_t capacity)
+KVCache::KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t key_dim, int64_t value_dim, int64_t capacity,
+                 std::shared_ptr<KVPool> pool)
     : layers_(num_layers), kv_heads_(num_kv_heads), key_dim_(key_dim), value_dim_(value_dim), capacity_(capacity) {
   const double bytes = 4.0 * static_cast<double>(num_layers) * static_cast<double>(num_kv_heads) *
                        static_cast<double>(key_dim + value_dim) * static_cast<double>(capacity);
   if (capacity < 0 || bytes > 1e12)
     fail("a KV cache of ", capacity, " tokens would need ", bytes / 1e9, " GB: lower the context (-c) or -n");
-  k_ = LazyArray<float>(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * key_dim_));
-  v_ = LazyArray<float>(static_cast<size_t>(layers_ * kv_heads_ * capacity_ * value_dim_));
-  positions_.assign(static_cast<size_t>(capacity_), 0);
+  private_pool_ = pool == nullptr;
+  pool_ = pool ? std::move(pool)
+               : std::make_shared<KVPool>(kKvBlockTokens, (capacity + kKvBlockTokens - 1) / kKvBlockTokens);
+  block_tokens_ = pool_->block_tokens();
 }
 
-KVCache KVCache::latent(int64_t num_layers, int64_t latent_dim, int64_t rope_dim, int64_t capacity) {
-  KVCache c(num_layers, 1, latent_dim + rope_dim, 0, capacity);
+KVCache KVCache::latent(int64_t num_layers, int64_t latent_dim, int64_t rope_dim, int64_t capacity,
+                        std::shared_ptr<KVPool> pool) {
+  KVCache c(num_layers, 1, latent_dim + rope_dim, 0, capacity, std::move(pool));
   c.value_dim_ = latent_dim;
   c.values_in_keys_ = true;
   return c;
 }
 
+KVCache::KVCache(KVCache&& other) noexcept { *this = std::move(other); }
+
+KVCache::KVCache(const KVCache& other) { *this = other; }
+
+KVCache& KVCache::operator=(const KVCache& other) {
+  if (this == &other) return *this;
+  release();
+  layers_ = other.layers_, kv_heads_ = other.kv_heads_, key_dim_ = other.key_dim_, value_dim_ = other.value_dim_;
+  capacity_ = other.capacity_, values_in_keys_ = other.values_in_keys_, private_pool_ = other.private_pool_;
+  block_tokens_ = other.block_tokens_;
+  pool_ = other.private_pool_ ? std::make_shared<KVPool>(block_tokens_, other.pool_->total_blocks()) : other.pool_;
+  arena_ = other.arena_ == nullptr ? nullptr : pool_->arena(token_floats());
+  const int64_t block_floats = block_tokens_ * token_floats();
+  for (int32_t from : other.blocks_) {
+    const int32_t to = pool_->take();
+    if (to < 0) fail("the KV pool is full: a copy of a cache of ", other.blocks_held(), " blocks does not fit");
+    blocks_.push_back(to);
+    std::copy_n(other.arena_ + from * block_floats, block_floats, arena_ + to * block_floats);
+  }
+  positions_ = other.positions_;
+  size_ = other.size_;
+  pending_ = other.pending_;
+  return *this;
+}
+
+KVCache& KVCache::operator=(KVCache&& other) noexcept {
+  if (this == &other) return *this;
+  release();
+  layers_ = other.layers_, kv_heads_ = other.kv_heads_, key_dim_ = other.key_dim_, value_dim_ = other.value_dim_;
+  capacity_ = other.capacity_, size_ = other.size_, pending_ = other.pending_;
+  values_in_keys_ = other.values_in_keys_, private_pool_ = other.private_pool_;
+  pool_ = std::move(other.pool_);
+  arena_ = other.arena_;
+  block_tokens_ = other.block_tokens_;
+  blocks_ = std::move(other.blocks_);
+  positions_ = std::move(other.positions_);
+  other.blocks_.clear();
+  other.size_ = other.pending_ = 0;
+  return *this;
+}
+
+void KVCache::release() {
+  for (int32_t b : blocks_) pool_->give_back(b);
+  blocks_.clear();
+  size_ = pending_ = 0;
+}
+
+int64_t KVCache::blocks_to_grow(int64_t tokens) const {
+  const int64_t need = (size_ + tokens + block_tokens_ - 1) / block_tokens_;
+  return std::max<int64_t>(0, need - blocks_held());
+}
+
+float* KVCache::key_at(int64_t layer, int64_t kv_head, int64_t slot) const {
+  const int64_t B = block_tokens_, block = blocks_[static_cast<size_t>(slot / B)];
+  return arena_ + block * B * token_floats() + (layer * kv_heads_ + kv_head) * key_dim_ * B + slot % B;
+}
+
+float* KVCache::value_at(int64_t layer, int64_t kv_head, int64_t slot) const {
+  if (values_in_keys_) return key_at(layer, kv_head, slot);
+  const int64_t B = block_tokens_, block = blocks_[static_cast<size_t>(slot / B)];
+  return arena_ + block * B * token_floats() + layers_ * kv_heads_ * key_dim_ * B +
+         (layer * kv_heads_ + kv_head) * value_dim_ * B + slot % B;
+}
+
 void KVCache::write(int64_t layer, int64_t slot, const float* k, const float* v) {
+  const int64_t B = block_tokens_;
   for (int64_t h = 0; h < kv_heads_; ++h) {
-    float* kt = &k_[key_offset(layer, h)];
-    float* vt = values_in_keys_ ? kt : &v_[value_offset(layer, h)];
-    for (int64_t d = 0; d < key_dim_; ++d) kt[d * capacity_ + slot] = k[h * key_dim_ + d];
+    float* kt = key_at(layer, h, slot);
+    for (int64_t d = 0; d < key_dim_; ++d) kt[d * B] = k[h * key_dim_ + d];
     if (values_in_keys_) continue;
-    for (int64_t d = 0; d < value_dim_; ++d) vt[d * capacity_ + slot] = v[h * value_dim_ + d];
+    float* vt = value_at(layer, h, slot);
+    for (int64_t d = 0; d < value_dim_; ++d) vt[d * B] = v[h * value_dim_ + d];
   }
 }
 
 KVLayerView KVCache::view(int64_t layer) const {
-  const float* keys = &k_[key_offset(layer, 0)];
-  return {keys,
-          values_in_keys_ ? keys : &v_[value_offset(layer, 0)],
-          key_dim_,
-          value_dim_,
-          capacity_,
-          size_,
-          positions_.data()};
+  static constexpr int32_t kNoBlock = 0;  // a cache with no tokens yet: nothing is read
+  const int64_t B = block_tokens_, stride = B * token_floats();
+  const float* keys = arena_ + layer * kv_heads_ * key_dim_ * B;
+  const float* values =
+      values_in_keys_ ? keys : arena_ + (layers_ * kv_heads_ * key_dim_ + layer * kv_heads_ * value_dim_) * B;
+  return {keys,  values,           blocks_.empty() ? &kNoBlock : blocks_.data(), stride, B, key_dim_, value_dim_,
+          size_, positions_.data()};
 }
 
 void KVCache::move_slot(int64_t from, int64_t to) {
+  const int64_t B = block_tokens_;
   for (int64_t l = 0; l < layers_; ++l)
     for (int64_t h = 0; h < kv_heads_; ++h) {
-      float* kt = &k_[key_offset(l, h)];
-      for (int64_t d = 0; d < key_dim_; ++d) kt[d * capacity_ + to] = kt[d * capacity_ + from];
+      const float* kf = key_at(l, h, from);
+      float* kt = key_at(l, h, to);
+      for (int64_t d = 0; d < key_dim_; ++d) kt[d * B] = kf[d * B];
       if (values_in_keys_) continue;
-      float* vt = &v_[value_offset(l, h)];
-      for (int64_t d = 0; d < value_dim_; ++d) vt[d * capacity_ + to] = vt[d * capacity_ + from];
+      const float* vf = value_at(l, h, from);
+      float* vt = value_at(l, h, to);
+      for (int64_t d = 0; d < value_dim_; ++d) vt[d * B] = vf[d * B];
     }
   positions_[static_cast<size_t>(to)] = positions_[static_cast<size_t>(from)];
 }
@@ -61,6 +131,17 @@ void KVCache::begin_batch(std::span<const int32_t> positions) {
   const int64_t m = static_cast<int64_t>(positions.size());
   if (size_ + m > capacity_)
     fail("context of ", capacity_, " tokens is full: ", size_, " cached + ", m, " new tokens do not fit (raise --ctx)");
+  const int64_t grow = blocks_to_grow(m);
+  if (grow > pool_->free_blocks())
+    fail("the KV pool is full: ", m, " new tokens need ", grow, " more blocks of ", block_tokens_, " tokens, ",
+         pool_->free_blocks(), " of ", pool_->total_blocks(), " are free (raise --max-total-tokens)");
+  if (arena_ == nullptr) arena_ = pool_->arena(token_floats());
+  for (int64_t i = 0; i < grow; ++i) {
+    const int32_t b = pool_->take();
+    if (b < 0) fail("the KV pool is full (raise --max-total-tokens)");
+    blocks_.push_back(b);
+  }
+  if (static_cast<int64_t>(positions_.size()) < size_ + m) positions_.resize(static_cast<size_t>(size_ + m));
   for (int64_t i = 0; i < m; ++i) positions_[static_cast<size_t>(size_ + i)] = positions[static_cast<size_t>(i)];
   pending_ = m;
 }

@@ -166,12 +166,12 @@ void naive_attention(const BlockSpec& b, const MlaWeights& m, float* out, const 
   const int64_t heads = b.num_heads, rope = b.head_dim, R = a.kv_lora_rank, nope = a.qk_nope_dim, V = a.v_head_dim;
   const int64_t qk = nope + rope, per_head = nope + V;
   const KVLayerView lat = seq.cache.view(layer);
-  const int64_t rows = static_cast<int64_t>(seq.positions.size()), total = lat.committed + rows, cap = lat.capacity;
+  const int64_t rows = static_cast<int64_t>(seq.positions.size()), total = lat.committed + rows;
   // The latents as rows [total, R] (the cache holds them transposed).
   grow(s.naive_latents, total * R);
   float* c = s.naive_latents.data();
   for (int64_t d = 0; d < R; ++d)
-    for (int64_t t = 0; t < total; ++t) c[t * R + d] = lat.keys_t[d * cap + t];
+    for (int64_t t = 0; t < total; ++t) c[t * R + d] = lat.key(0, d, t);
   const int64_t tile = std::clamp<int64_t>(policy.naive_tile_floats / (total * mla_naive_floats_per_head(b)), 1, heads);
   grow(s.naive_kv, total * tile * per_head);
   grow(s.naive_keys, total * tile * (qk + V));
@@ -192,13 +192,12 @@ void naive_attention(const BlockSpec& b, const MlaWeights& m, float* out, const 
       for (int64_t d = 0; d < nope; ++d)
         for (int64_t t = 0; t < total; ++t) keys[(h * qk + d) * total + t] = kvh[t * th * per_head + h * per_head + d];
       for (int64_t d = 0; d < rope; ++d)
-        std::memcpy(keys + (h * qk + nope + d) * total, lat.keys_t + (R + d) * cap,
-                    static_cast<size_t>(total) * sizeof(float));
+        for (int64_t t = 0; t < total; ++t) keys[(h * qk + nope + d) * total + t] = lat.key(0, R + d, t);
       for (int64_t d = 0; d < V; ++d)
         for (int64_t t = 0; t < total; ++t)
           values[(h * V + d) * total + t] = kvh[t * th * per_head + h * per_head + nope + d];
     }
-    const KVLayerView view{keys, values, qk, V, total, lat.committed, nullptr};
+    const KVLayerView view = KVLayerView::contiguous(keys, values, qk, V, total, lat.committed, nullptr);
     const float* qt = q;
     float* ot = out;
     if (th < heads) {

@@ -54,11 +54,12 @@ void Transformer::bind_weights(const LoadedTensors& tensors) {
   lm_head_ = tensors.matrix(p + "lm_head.weight");
 }
 
-KVCache Transformer::make_cache(int64_t capacity) const {
+KVCache Transformer::make_cache(int64_t capacity, std::shared_ptr<KVPool> pool) const {
   const BlockSpec& b = config_.blocks.front();
   if (b.attention == AttentionKind::Mla)
-    return KVCache::latent(config_.num_layers, b.mla.kv_lora_rank, b.head_dim, capacity);
-  return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity);
+    return KVCache::latent(config_.num_layers, b.mla.kv_lora_rank, b.head_dim, capacity, std::move(pool));
+  return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity,
+                 std::move(pool));
 }
 
 std::vector<int> default_aux_layers(int64_t num_layers) {

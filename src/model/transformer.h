@@ -57,7 +57,7 @@ class Transformer {
   static std::unique_ptr<Transformer> load(const std::string& model_dir, const LoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
-  KVCache make_cache(int64_t capacity) const;
+  KVCache make_cache(int64_t capacity, std::shared_ptr<KVPool> pool = nullptr) const;  // null: a private pool
 
   // Hidden states to capture, with the Hugging Face hidden_states[i] meaning: i < L is the residual stream entering
   // layer i, i == L the final pre-norm output. Sorted ascending; out-of-range or repeated ids are an Error.

@@ -10,6 +10,7 @@
 #include "tokenizer/unicode_utf8.h"
 #include "util/error.h"
 #include "util/log.h"
+#include "util/system_memory.h"
 
 namespace eaglet::server {
 
@@ -36,6 +37,7 @@ Engine::Engine(const EngineOptions& o)
   speculation_ = Speculation::load(o.spec, *model_);
   context_ = o.context > 0 ? o.context : model_->config().max_position_embeddings;
   if (context_ <= 0) context_ = 4096;
+  make_kv_pool();
   try {
     ChatTemplate t = ChatTemplate::load(o.model, o.chat_template_file);
     t.check_markers(tokenizer_, o.model);
@@ -44,6 +46,92 @@ Engine::Engine(const EngineOptions& o)
     if (!o.chat_template_file.empty()) throw;  // asked for by name: a start-up error
     no_chat_reason_ = e.what();
     log_note(std::string("/v1/chat/completions is off: ") + e.what());
+  }
+}
+
+void Engine::make_kv_pool() {
+  const int64_t B = kKvBlockTokens, MB = 1 << 20;
+  const int64_t target_floats = model_->make_cache(0).token_floats();
+  const int64_t drafter_floats = speculative() ? speculation_->drafter().make_cache(0).token_floats() : 0;
+  const int64_t token_bytes = 4 * (target_floats + drafter_floats);
+  // Beyond its context a sequence's caches hold a round's drafts.
+  int64_t draft_room = 0;
+  if (speculative()) {
+    const DraftParams d = speculation_->options().draft_shape();
+    draft_room = d.num_draft_tokens + 1 + static_cast<int64_t>(d.num_steps) * d.topk;
+  }
+  int64_t tokens = options_.max_total_tokens;
+  std::string why = "--max-total-tokens";
+  if (tokens <= 0) {
+    const int64_t available = available_memory_bytes();
+    const int64_t budget = static_cast<int64_t>(options_.mem_fraction * static_cast<double>(available)) / token_bytes;
+    const int64_t room = options_.max_batch * context_;  // more could never be used
+    tokens = std::min(budget, room);
+    why = budget < room ? strprintf("--mem-fraction-static %.2f of %lld MB available", options_.mem_fraction,
+                                    static_cast<long long>(available / MB))
+                        : "--max-batch x context";
+  }
+  if (tokens < 2 * B)
+    fail("the KV pool would hold ", tokens, " tokens (", why, "): at least ", 2 * B,
+         " are needed; raise --max-total-tokens or --mem-fraction-static");
+  const int64_t kinds = speculative() ? 2 : 1;  // target and drafter blocks
+  const int64_t blocks = kinds * ((tokens + B - 1) / B + (draft_room + B - 1) / B);
+  kv_pool_ = std::make_shared<KVPool>(B, blocks);
+  kv_pool_->arena(target_floats);
+  if (speculative()) kv_pool_->arena(drafter_floats);
+  std::string lowered;
+  if (tokens < context_) {
+    context_note_ = strprintf(", lowered from %lld to what the KV pool holds (--max-total-tokens)",
+                              static_cast<long long>(context_));
+    lowered = strprintf("; the context is lowered from %lld to %lld tokens, so that one sequence fits",
+                        static_cast<long long>(context_), static_cast<long long>(tokens));
+    context_ = tokens;
+  }
+  const std::string drafter =
+      speculative() ? strprintf(", drafter %lld", static_cast<long long>(4 * drafter_floats / 1024)) : "";
+  log_info(
+      strprintf("KV pool: %lld tokens (%s) in %lld blocks of %lld tokens (target%s), fp32, %lld KB per token "
+                "(target %lld%s), %lld MB reserved, committed as used%s",
+                static_cast<long long>(tokens), why.c_str(), static_cast<long long>(blocks), static_cast<long long>(B),
+                speculative() ? " and drafter" : "", static_cast<long long>(token_bytes / 1024),
+                static_cast<long long>(4 * target_floats / 1024), drafter.c_str(),
+                static_cast<long long>(kv_pool_->reserved_bytes() / MB), lowered.c_str()));
+}
+
+int64_t Engine::kv_blocks_to_admit(const Job& job) const {
+  const int64_t need = kv_pool_->blocks_for(static_cast<int64_t>(job.prompt.size()) + 1);
+  return speculative() && job.request.speculative ? 2 * need : need;
+}
+
+int64_t Engine::kv_blocks_to_resume(const Sequence& s) const {
+  const int64_t need = kv_pool_->blocks_for(static_cast<int64_t>(s.job->prompt.size() + s.tokens.size()) + 1);
+  return s.speculative ? 2 * need : need;
+}
+
+int64_t Engine::kv_blocks_for_next(const Sequence& s) const {
+  return s.decoder ? s.decoder->kv_blocks_for_next(s.decoder->max_draft_tokens()) : 0;
+}
+
+void Engine::preempt(Sequence& s) {
+  s.decoder->release_kv();
+  s.prefilling = true;
+  ++s.preemptions;
+  const LogContext request(request_prefix(*s.job));
+  log_info(
+      strprintf("preempted after %zu generated tokens: the KV pool cannot hold the next step (%lld of %lld "
+                "blocks free); it resumes by recomputing its %zu tokens",
+                s.tokens.size(), static_cast<long long>(kv_pool_->free_blocks()),
+                static_cast<long long>(kv_pool_->total_blocks()), s.job->prompt.size() + s.tokens.size()));
+}
+
+void Engine::resume(Sequence& s) {
+  std::vector<int32_t> tokens = s.job->prompt;
+  tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+  try {
+    s.decoder->start_prefill(tokens);
+  } catch (const std::exception& e) {
+    s.error = e.what();
+    s.done = true;
   }
 }
 
@@ -105,12 +193,13 @@ std::unique_ptr<Sequence> Engine::start(std::shared_ptr<Job> job_ptr, Metrics& m
     const int64_t context = generation_context(job.prompt, s->limits);
     if (spec) {
       s->proposer = speculation_->new_proposer();
-      auto decoder = std::make_unique<SpeculativeDecoder>(
-          *model_, *s->proposer, speculation_->config(req.sampling, context, options_.prefill_batch));
+      SpecConfig config = speculation_->config(req.sampling, context, options_.prefill_batch);
+      config.kv_pool = kv_pool_;
+      auto decoder = std::make_unique<SpeculativeDecoder>(*model_, *s->proposer, config);
       s->spec = decoder.get();
       s->decoder = std::move(decoder);
     } else {
-      s->decoder = std::make_unique<PlainSequence>(*model_, req.sampling, context, options_.prefill_batch);
+      s->decoder = std::make_unique<PlainSequence>(*model_, req.sampling, context, options_.prefill_batch, kv_pool_);
     }
     if (req.logprobs >= 0) s->decoder->want_logprobs(req.logprobs);
     s->decoder->start_prefill(job.prompt);

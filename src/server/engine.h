@@ -27,6 +27,8 @@ struct EngineOptions {
   int max_batch = 8;               // sequences decoded together (one target forward per step)
   int batch_row_budget = 8;        // rows of a step's forward: one per sequence, the rest drafts (< 0: no cap)
   std::string chat_template_file;  // --chat-template-file: replaces the model's chat template
+  int64_t max_total_tokens = 0;    // tokens the KV pool holds (0: from the memory budget)
+  double mem_fraction = 0.85;      // the budget: this fraction of the memory available after loading
 };
 
 class Engine {
@@ -49,8 +51,19 @@ class Engine {
   JobResult finish(Sequence& sequence, Metrics& metrics);
   int max_batch() const { return options_.max_batch; }
 
+  // The paged KV memory every sequence's caches share (model/kv_pool.h). A job is admitted when the pool holds its
+  // prompt; a sequence preempted for room gives its blocks back and is later resumed by recomputing its prompt and
+  // the tokens it emitted (the same forwards: the same tokens follow).
+  KVPool& kv_pool() { return *kv_pool_; }
+  int64_t kv_blocks_to_admit(const Job& job) const;  // the blocks of its prompt (+ a token), target and drafter
+  int64_t kv_blocks_to_resume(const Sequence& s) const;
+  int64_t kv_blocks_for_next(const Sequence& s) const;  // its next prefill piece or step, at most
+  void preempt(Sequence& s);
+  void resume(Sequence& s);
+
   const Tokenizer& tokenizer() const { return tokenizer_; }
   int64_t context() const { return context_; }
+  const std::string& context_note() const { return context_note_; }
   int64_t vocab_size() const { return model_->config().vocab_size; }
   bool speculative() const { return speculation_ != nullptr; }
 
@@ -62,8 +75,11 @@ class Engine {
   std::optional<ChatTemplate> chat_template_;
   std::string no_chat_reason_;  // why chat requests are refused (no template)
   int64_t context_ = 0;
+  std::string context_note_;  // why the context is below -c
+  std::shared_ptr<KVPool> kv_pool_;
   RoundLog round_log_;  // every sequence's rounds, the zero-acceptance warning once per server
 
+  void make_kv_pool();
   void observe_round(Sequence& s, Metrics& metrics);
   void push_tokens(Sequence& s, std::span<const int32_t> tokens);
   // `text`: what the token released into the answer; `bytes`: its own bytes.

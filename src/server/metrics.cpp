@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace eaglet::server {
@@ -102,6 +103,18 @@ void Metrics::set_load(int64_t waiting, int64_t running) {
   running_ = running;
 }
 
+void Metrics::set_kv(int64_t used_blocks, int64_t total_blocks) {
+  std::lock_guard lock(mutex_);
+  kv_used_ = used_blocks;
+  kv_total_ = total_blocks;
+  kv_peak_ = std::max(kv_peak_, used_blocks);
+}
+
+void Metrics::preempted() {
+  std::lock_guard lock(mutex_);
+  ++preemptions_;
+}
+
 std::string Metrics::render() const {
   std::lock_guard lock(mutex_);
   std::string out;
@@ -118,6 +131,15 @@ std::string Metrics::render() const {
   scalar(out, "eaglet:generation_tokens_total", "counter", "Tokens generated", static_cast<double>(generation_tokens_));
   scalar(out, "eaglet:num_requests_waiting", "gauge", "Requests in the queue", static_cast<double>(waiting_));
   scalar(out, "eaglet:num_requests_running", "gauge", "Sequences being decoded", static_cast<double>(running_));
+  scalar(out, "eaglet:kv_cache_usage_perc", "gauge", "Fraction of the KV pool's blocks in use (1 = full)",
+         kv_total_ > 0 ? static_cast<double>(kv_used_) / static_cast<double>(kv_total_) : 0.0);
+  scalar(out, "eaglet:kv_cache_blocks_total", "gauge", "Blocks of the KV pool (--max-total-tokens)",
+         static_cast<double>(kv_total_));
+  scalar(out, "eaglet:kv_cache_blocks_used_peak", "gauge", "Most blocks in use after any step since start",
+         static_cast<double>(kv_peak_));
+  scalar(out, "eaglet:num_preemptions_total", "counter",
+         "Sequences that gave their KV blocks back for others (recomputed on resumption)",
+         static_cast<double>(preemptions_));
   step_sequences_.render(out, "eaglet:batch_step_sequences", "Sequences advanced by each decode step's target forward");
   step_rows_.render(out, "eaglet:batch_step_rows",
                     "Rows (tokens and draft nodes) of each decode step's target forward");

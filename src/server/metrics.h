@@ -35,7 +35,9 @@ class Metrics {
   void verify(int64_t tokens_emitted);    // one speculative round: accepted drafts + 1
   void spec_request(const SpecStats& s);  // a finished speculative request's totals
   void set_load(int64_t waiting, int64_t running);
-  void batch_step(int64_t sequences, int64_t rows);  // one target forward of the running sequences
+  void batch_step(int64_t sequences, int64_t rows);        // one target forward of the running sequences
+  void set_kv(int64_t used_blocks, int64_t total_blocks);  // the KV pool after a step
+  void preempted();                                        // a sequence gave its KV blocks back for others
   std::string render() const;
 
  private:
@@ -48,6 +50,8 @@ class Metrics {
   Histogram ttft_, itl_, e2e_, queue_, accept_length_, step_sequences_, step_rows_;
   uint64_t batched_steps_ = 0;  // steps with more than one sequence
   int64_t waiting_ = 0, running_ = 0;
+  int64_t kv_used_ = 0, kv_total_ = 0, kv_peak_ = 0;
+  uint64_t preemptions_ = 0;
   SpecStats spec_;  // every finished speculative request's rounds, summed
 };
 

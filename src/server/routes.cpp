@@ -42,14 +42,14 @@ httplib::Server::Handler guarded(F f) {
 }
 
 // Checks the prompt and the tokens asked for against the context; returns max_tokens.
-int checked_max_tokens(const GenerationRequest& r, size_t prompt_tokens, int64_t ctx) {
+int checked_max_tokens(const GenerationRequest& r, size_t prompt_tokens, int64_t ctx, const std::string& ctx_note) {
   const int64_t p = static_cast<int64_t>(prompt_tokens);
   const int64_t m = r.max_tokens ? *r.max_tokens : r.endpoint == Endpoint::Chat ? ctx - p : 16;
   if (p + std::max<int64_t>(m, 1) <= ctx) return static_cast<int>(m);
   ApiError e(400, "invalid_request_error",
-             "this server's context is " + std::to_string(ctx) + " tokens (-c); the prompt has " + std::to_string(p) +
-                 " tokens and max_tokens asks for " + std::to_string(m) + " more (" + std::to_string(p + m) + " > " +
-                 std::to_string(ctx) + "): shorten the prompt or lower max_tokens",
+             "this server's context is " + std::to_string(ctx) + " tokens (-c" + ctx_note + "); the prompt has " +
+                 std::to_string(p) + " tokens and max_tokens asks for " + std::to_string(m) + " more (" +
+                 std::to_string(p + m) + " > " + std::to_string(ctx) + "): shorten the prompt or lower max_tokens",
              r.max_tokens                   ? "max_tokens"
              : r.endpoint == Endpoint::Chat ? "messages"
                                             : "prompt");
@@ -61,7 +61,7 @@ void generation(RouteContext& c, const Request& req, Response& res, Endpoint end
   GenerationRequest r = parse_generation_request(req.body, endpoint, c.engine.vocab_size());
   std::vector<int32_t> prompt = c.engine.prompt_tokens(r);
   if (prompt.empty()) bad_request("prompt", "the prompt is empty after tokenization");
-  const int max_tokens = checked_max_tokens(r, prompt.size(), c.engine.context());
+  const int max_tokens = checked_max_tokens(r, prompt.size(), c.engine.context(), c.engine.context_note());
   auto job = std::make_shared<Job>(c.next_id++, std::move(r), std::move(prompt), max_tokens);
   if (c.stopping) throw ApiError(503, "unavailable_error", "the server is shutting down");
   const bool stream = job->request.stream;

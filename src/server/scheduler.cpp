@@ -1,5 +1,7 @@
 #include "server/scheduler.h"
 
+#include <utility>
+
 namespace eaglet::server {
 
 Scheduler::Scheduler(Engine& engine, Metrics& metrics, size_t max_queue)
@@ -87,14 +89,55 @@ void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
   job->finish(std::move(result));
 }
 
+int64_t Scheduler::blocks_for_next(const std::vector<std::unique_ptr<Sequence>>& sequences) const {
+  int64_t blocks = 0;
+  bool piece = false;  // one prefill piece per step
+  for (const auto& s : sequences) {
+    if (s == nullptr || s->done || (s->prefilling && std::exchange(piece, true))) continue;
+    blocks += engine_.kv_blocks_for_next(*s);
+  }
+  return blocks;
+}
+
+void Scheduler::make_room(std::vector<std::unique_ptr<Sequence>>& sequences) {
+  while (sequences.size() > 1 && blocks_for_next(sequences) > engine_.kv_pool().free_blocks()) {
+    std::unique_ptr<Sequence> victim = std::move(sequences.back());
+    sequences.pop_back();
+    engine_.preempt(*victim);
+    metrics_.preempted();
+    preempted_.push_front(std::move(victim));  // the latest admitted goes behind the earlier preempted ones
+  }
+}
+
+void Scheduler::resume_preempted(std::vector<std::unique_ptr<Sequence>>& sequences) {
+  for (auto it = preempted_.begin(); it != preempted_.end();)
+    if ((*it)->job->cancelled()) {  // gone while preempted: answered now
+      (*it)->done = true;
+      retire(std::move(*it));
+      it = preempted_.erase(it);
+    } else {
+      ++it;
+    }
+  while (!preempted_.empty() && sequences.size() < static_cast<size_t>(engine_.max_batch())) {
+    const int64_t room = engine_.kv_pool().free_blocks() - blocks_for_next(sequences);
+    if (!sequences.empty() && engine_.kv_blocks_to_resume(*preempted_.front()) > room) break;
+    engine_.resume(*preempted_.front());
+    sequences.push_back(std::move(preempted_.front()));
+    preempted_.pop_front();
+  }
+}
+
 void Scheduler::loop() {
   std::vector<std::unique_ptr<Sequence>> sequences;  // running, in admission order
   for (;;) {
     std::vector<std::shared_ptr<Job>> admitted, gone;
+    resume_preempted(sequences);
+    // Blocks left for new jobs once the running sequences' next step is held.
+    int64_t room = engine_.kv_pool().free_blocks() - blocks_for_next(sequences);
     {
       std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !sequences.empty(); });
-      if (queue_.empty() && sequences.empty()) return;  // stopping, nothing left to answer
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !sequences.empty() || !preempted_.empty(); });
+      if (queue_.empty() && sequences.empty() && preempted_.empty()) return;  // stopping, nothing left to answer
       // Jobs whose client left while they waited are answered now, not when a slot frees.
       for (auto it = queue_.begin(); it != queue_.end();)
         if ((*it)->cancelled()) {
@@ -103,7 +146,11 @@ void Scheduler::loop() {
         } else {
           ++it;
         }
-      while (!queue_.empty() && sequences.size() + admitted.size() < static_cast<size_t>(engine_.max_batch())) {
+      while (!queue_.empty() && preempted_.empty() &&
+             sequences.size() + admitted.size() < static_cast<size_t>(engine_.max_batch())) {
+        const int64_t need = engine_.kv_blocks_to_admit(*queue_.front());
+        if (need > room && !(sequences.empty() && admitted.empty())) break;  // alone, it is admitted: it fits
+        room -= need;
         admitted.push_back(std::move(queue_.front()));
         queue_.pop_front();
         running_.push_back(admitted.back());
@@ -113,6 +160,7 @@ void Scheduler::loop() {
     for (auto& job : gone) abort_unstarted(std::move(job));
     for (auto& job : admitted) admit(std::move(job), sequences);
     if (sequences.empty()) continue;
+    make_room(sequences);
     prefill_piece(sequences);
     std::vector<Sequence*> step;
     for (auto& s : sequences)
@@ -121,6 +169,8 @@ void Scheduler::loop() {
     for (auto& s : sequences)
       if (s->done) retire(std::move(s));
     std::erase(sequences, nullptr);
+    const KVPool& pool = engine_.kv_pool();
+    metrics_.set_kv(pool.total_blocks() - pool.free_blocks(), pool.total_blocks());
   }
 }
 

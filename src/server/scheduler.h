@@ -1,7 +1,10 @@
 #pragma once
 // A bounded FIFO of jobs and the one thread that owns the models and decodes them. Jobs are admitted from the queue
-// while fewer than --max-batch sequences run; each admitted job is prefilled alone, then every step advances all
-// running sequences together in one target forward (Engine::step). A sequence leaves the batch as soon as it ends.
+// while fewer than --max-batch sequences run and the KV pool holds their prompts; each admitted job is prefilled a
+// piece at a time between steps, then every step advances all running sequences together in one target forward
+// (Engine::step). A sequence leaves the batch as soon as it ends. When the pool cannot hold the next step, the most
+// recently admitted sequence is preempted (its blocks given back); preempted sequences resume, the earliest first,
+// before any new job is admitted.
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -34,6 +37,11 @@ class Scheduler {
   // Chunked prefill: one forward of the earliest admitted sequence still prefilling, between two decode steps.
   void prefill_piece(std::vector<std::unique_ptr<Sequence>>& sequences);
   void retire(std::unique_ptr<Sequence> sequence);  // finishes its job and drops it from running_
+  // KV blocks the running sequences' next prefill piece and step may take.
+  int64_t blocks_for_next(const std::vector<std::unique_ptr<Sequence>>& sequences) const;
+  // Preempts the latest admitted sequences until the pool holds the next step (at least one sequence stays).
+  void make_room(std::vector<std::unique_ptr<Sequence>>& sequences);
+  void resume_preempted(std::vector<std::unique_ptr<Sequence>>& sequences);
 
   Engine& engine_;
   Metrics& metrics_;
@@ -43,6 +51,8 @@ class Scheduler {
   std::deque<std::shared_ptr<Job>> queue_;
   std::vector<std::shared_ptr<Job>> running_;
   bool stopping_ = false;
+  // Scheduler thread only: sequences preempted for KV room, in admission order.
+  std::deque<std::unique_ptr<Sequence>> preempted_;
   std::thread thread_;
 };
 

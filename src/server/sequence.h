@@ -45,6 +45,7 @@ struct Sequence {
   int64_t accepted_before = 0, verifies_before = 0;
   Clock::time_point last;
   bool prefilling = true;  // the prompt is not through yet (Engine::prefill_piece)
+  int preemptions = 0;     // times its KV blocks were taken back for others (Engine::preempt)
   bool done = false;
   std::string error;
 };

@@ -32,12 +32,20 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int top
   return out;
 }
 
-PlainSequence::PlainSequence(Transformer& target, const SamplingParams& sampling, int64_t context, int prefill_batch)
+PlainSequence::PlainSequence(Transformer& target, const SamplingParams& sampling, int64_t context, int prefill_batch,
+                             std::shared_ptr<KVPool> kv_pool)
     : target_(target),
       sampler_(sampling),
       context_(context),
       prefill_batch_(prefill_batch),
-      cache_(target.make_cache(context)) {}
+      cache_(target.make_cache(context, std::move(kv_pool))) {}
+
+int64_t PlainSequence::kv_blocks_for_next(int) const {
+  if (prompt_.empty()) return cache_.blocks_to_grow(1);
+  // A prefill piece; after the last one the sequence steps at once.
+  const int64_t left = static_cast<int64_t>(prompt_.size() - prefilled_), m = std::min(left, int64_t{prefill_batch_});
+  return cache_.blocks_to_grow(m == left ? m + 1 : m);
+}
 
 int32_t BatchedSequence::prefill(std::span<const int32_t> prompt) {
   start_prefill(prompt);

@@ -8,6 +8,7 @@
 // sequences' rows for the same forward), so a step's drafted tokens are capped by a budget shared by the
 // speculative sequences; below one draft token per sequence some of them decode plainly for the step.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -46,7 +47,13 @@ class BatchedSequence {
   virtual void finish(size_t index, std::vector<int32_t>& out) = 0;
   // Before finish: the step's forward, all sequences' rows together, and its time (a policy's cost model learns T).
   virtual void observe_forward(int64_t rows, double seconds) {}
-  virtual int max_draft_tokens() const = 0;   // the most a step may draft (0: plain decoding)
+  virtual int max_draft_tokens() const = 0;  // the most a step may draft (0: plain decoding)
+  // KV blocks the next prefill_piece, or step with at most `draft_tokens` drafts, may take from the pool (an upper
+  // bound: a server preempts until the pool holds every running sequence's).
+  virtual int64_t kv_blocks_for_next(int draft_tokens) const = 0;
+  // Gives every KV block back (preemption); start_prefill over the prompt and the emitted tokens resumes it, with its
+  // sampler's state kept, so that it emits what it would have.
+  virtual void release_kv() = 0;
   virtual int64_t root_position() const = 0;  // position of the last emitted token: generation ends at context()
   virtual int64_t context() const = 0;
   // With logprobs(k) set before prefill, the target's log-probabilities of every emitted token, in order; take them.
@@ -67,13 +74,16 @@ class BatchedSequence {
 // The plain loop as a batched sequence: one row per step, the sampled token.
 class PlainSequence : public BatchedSequence {
  public:
-  PlainSequence(Transformer& target, const SamplingParams& sampling, int64_t context, int prefill_batch);
+  PlainSequence(Transformer& target, const SamplingParams& sampling, int64_t context, int prefill_batch,
+                std::shared_ptr<KVPool> kv_pool = nullptr);
   void start_prefill(std::span<const int32_t> prompt) override;
   bool prefill_piece() override;
   int32_t first_token() const override { return token_; }
   SequenceBatch plan(int draft_tokens, int sequences) override;
   void finish(size_t index, std::vector<int32_t>& out) override;
   int max_draft_tokens() const override { return 0; }
+  int64_t kv_blocks_for_next(int) const override;
+  void release_kv() override { cache_.release(); }
   int64_t root_position() const override { return cache_.size(); }
   int64_t context() const override { return context_; }
 

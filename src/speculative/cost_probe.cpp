@@ -61,7 +61,7 @@ CostModel probe_costs(Transformer& target, Proposer& proposer, const CostProbeOp
   target.forward(cache, {.tokens = std::span(tokens).first(context)});
   cache.commit_all();
   const std::vector<float> aux(static_cast<size_t>(context * std::max<int64_t>(target.aux_width(), 1)), 0.0f);
-  proposer.reset(context + 512);
+  proposer.reset(context + 512, nullptr);
   proposer.extend(std::span(tokens).first(context), aux.data(), 0);
   int32_t drafter_position = context;
 
@@ -97,7 +97,7 @@ CostModel probe_costs(Transformer& target, Proposer& proposer, const CostProbeOp
   };
   target.forward(cache, {.tokens = std::span(tokens).first(1)});  // warm-up
   for (int round = 0; round < 4 && (round == 0 || spent.seconds() < options.budget_seconds * 0.6); ++round) pass();
-  proposer.reset(1);
+  proposer.reset(1, nullptr);
   auto curve = [](const std::vector<int>& rows, const std::vector<double>& seconds) {
     CostModel::Curve c;
     double floor = 0;  // a forward over more rows never takes less time than one over fewer

@@ -3,6 +3,7 @@
 // MTP head or an n-gram table could too. A round drafts a tree whose node 0 is the root, the last token the target
 // emitted; the proposer gives its draft distribution after any node it has been shown.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "sample/sampler.h"
 
 namespace eaglet {
+
+class KVPool;
 
 // A drafted node shown to the proposer: its token, the node it follows (0: the root, else a node expanded earlier in
 // this round) and its depth (1 for the root's children).
@@ -29,8 +32,12 @@ class Proposer {
   virtual int64_t draft_vocab() const = 0;
   virtual int32_t to_target(int32_t draft_id) const = 0;  // draft vocabulary -> target vocabulary
 
-  // A new sequence, with room for `capacity` tokens.
-  virtual void reset(int64_t capacity) = 0;
+  // A new sequence, with room for `capacity` tokens; a cache takes its blocks from `pool` (null: its own).
+  virtual void reset(int64_t capacity, std::shared_ptr<KVPool> pool) = 0;
+  // Gives its cache's blocks back (a preempted sequence; reset() starts it again).
+  virtual void release_kv() {}
+  // Blocks its cache would take from the pool to hold `tokens` more tokens.
+  virtual int64_t kv_blocks_to_grow(int64_t) const { return 0; }
   // Tokens the target verified, at positions first_position + i, each with the target's aux states [aux width] of
   // the token before it (the verify forward's rows). The last one is the next round's root.
   virtual void extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) = 0;

@@ -32,7 +32,7 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
   proposer_.set_best_only(d.topk == 1 && !sampled_tree() && config_.round.policy == SpecPolicy::Static);
   // Room for the round's tree on top of the context.
   const int64_t slack = d.num_draft_tokens + 1;
-  target_cache_ = target_.make_cache(config_.context + slack);
+  target_cache_ = target_.make_cache(config_.context + slack, config_.kv_pool);
   proposer_capacity_ = config_.context + slack + d.num_steps * d.topk;
   stats_.num_draft_tokens = d.num_draft_tokens;
 }
@@ -42,7 +42,7 @@ void SpeculativeDecoder::start_prefill(std::span<const int32_t> prompt) {
   if (n == 0) fail("speculative decoding: empty prompt");
   if (n >= config_.context) fail("the prompt has ", n, " tokens, which fill the context of ", config_.context);
   target_cache_.truncate(0);
-  proposer_.reset(proposer_capacity_);
+  proposer_.reset(proposer_capacity_, config_.kv_pool);
   pending_tokens_.clear();
   pending_aux_.clear();
   if (config_.round.policy == SpecPolicy::Auto) policy_ = std::make_unique<RoundPolicy>(*config_.costs, config_.prior);
@@ -80,6 +80,26 @@ bool SpeculativeDecoder::prefill_piece() {
   if (proposer_prefilled_ < n) return false;
   prompt_ = {};
   return true;
+}
+
+int64_t SpeculativeDecoder::kv_blocks_for_next(int draft_tokens) const {
+  // A round: the verified rows; the drafter's deferred pairs, its tree's nodes and this round's pairs.
+  const DraftParams& d = config_.round.draft;
+  const int64_t rows = std::min<int64_t>(d.num_draft_tokens, std::max(draft_tokens, 0) + 1);
+  const int64_t drafter_rows =
+      static_cast<int64_t>(pending_tokens_.size()) + int64_t{d.num_steps} * d.topk + d.num_draft_tokens + 1;
+  if (prompt_.empty()) return target_cache_.blocks_to_grow(rows) + proposer_.kv_blocks_to_grow(drafter_rows);
+  // Prefilling: the target's pieces, then the proposer's; after its last piece the sequence steps at once.
+  const int64_t batch = config_.prefill_batch, n = static_cast<int64_t>(prompt_.size());
+  if (target_prefilled_ < n) return target_cache_.blocks_to_grow(std::min(batch, n - target_prefilled_));
+  const int64_t m = std::min(batch, n - proposer_prefilled_);
+  if (proposer_prefilled_ + m < n) return proposer_.kv_blocks_to_grow(m);
+  return proposer_.kv_blocks_to_grow(m + drafter_rows) + target_cache_.blocks_to_grow(rows);
+}
+
+void SpeculativeDecoder::release_kv() {
+  target_cache_.release();
+  proposer_.release_kv();
 }
 
 void SpeculativeDecoder::step(std::vector<int32_t>& out) {

@@ -36,6 +36,7 @@ struct SpecConfig {
   int prefill_batch = 256;
   std::shared_ptr<const CostModel> costs;  // auto: this pair's costs on this machine (speculative/cost_probe.h)
   AcceptancePrior prior;                   // auto: where each sequence's acceptance model starts
+  std::shared_ptr<KVPool> kv_pool;         // the caches' blocks (null: private caches)
 };
 
 class SpeculativeDecoder : public BatchedSequence {
@@ -63,6 +64,8 @@ class SpeculativeDecoder : public BatchedSequence {
     forward_seconds_ = seconds;
   }
   int max_draft_tokens() const override { return config_.round.draft.num_draft_tokens - 1; }
+  int64_t kv_blocks_for_next(int draft_tokens) const override;
+  void release_kv() override;
   int64_t context() const override { return config_.context; }
 
   const SpecStats& stats() const { return stats_; }

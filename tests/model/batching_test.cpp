@@ -204,10 +204,11 @@ TEST_P(BatchingBitwise, MultiSequenceForwardEqualsEachSequenceAloneExactly) {
   seqs[2].all_logits = false;
   std::vector<std::vector<float>> logits, aux;
   for (Seq& s : seqs) {
-    s.alone = model->make_cache(160);
-    model->forward(s.alone, {.tokens = s.context});
-    s.alone.commit_all();
-    s.together = s.alone;
+    for (KVCache* c : {&s.together, &s.alone}) {  // the same context in both
+      *c = model->make_cache(160);
+      model->forward(*c, {.tokens = s.context});
+      c->commit_all();
+    }
     model->forward(s.alone, {.tokens = s.tokens, .positions = s.positions, .mask = s.mask, .all_logits = s.all_logits});
     logits.emplace_back(model->logits().begin(), model->logits().end());
     aux.emplace_back(model->aux_hidden().begin(), model->aux_hidden().end());

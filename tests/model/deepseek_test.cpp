@@ -453,7 +453,7 @@ TEST(DeepseekConfig, ShapesFromTheConfigAndTheLatentCache) {
   KVCache cache = model->make_cache(8);
   EXPECT_EQ(cache.view(0).key_dim, 32 + 16);  // kv_lora_rank + rope per token and layer, not per head
   EXPECT_EQ(cache.view(0).value_dim, 32);
-  EXPECT_EQ(cache.view(0).values_t, cache.view(0).keys_t);
+  EXPECT_EQ(cache.view(0).values, cache.view(0).keys);
   auto k25 = Transformer::load(deepseek_dir("kimi_k25_bf16"));
   EXPECT_EQ(k25->config().tensor_prefix, "language_model.");
   EXPECT_EQ(k25->config().blocks[1].moe.n_group, 1);

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <fstream>
 #include <regex>
@@ -165,6 +167,19 @@ std::string wait_for_metric(const ServerProcess& s, const std::string& name, con
     text = get(s, "/metrics").body;
   }
   return text;
+}
+
+std::string pycode_dir() { return shared_dir() + "/models/pycode-llama-19m"; }
+std::string shipped_drafter_dir() { return oracle_dir() + "/../../drafters/pycode-llama-19m-eagle3"; }
+
+const std::vector<std::string> kPycodePrompts = {"def f():\n", "import os\n\n\ndef main():\n", "class Point:\n",
+                                                 "    for i in range(10):\n"};
+
+std::string generate_text(const std::string& prompt, int tokens) {
+  const auto r = run_command(eaglet_bin() + " generate -m " + pycode_dir() + " -t 1 -n " + std::to_string(tokens) +
+                             " -p " + shell_quote(prompt));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
 }
 
 }  // namespace eaglet::test

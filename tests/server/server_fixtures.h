@@ -46,6 +46,13 @@ std::vector<nlohmann::json> sse_events(const std::string& body, bool* done);
 // closes the socket; returns what was read (at most 30 s without a byte end the reading).
 std::string raw_exchange(int port, const std::string& request, size_t read_bytes);
 
+// The real 19M model, its shipped drafter, four Python prompts, and `eaglet generate`'s greedy answer (the oracle of
+// the server's text tests).
+std::string pycode_dir();
+std::string shipped_drafter_dir();
+extern const std::vector<std::string> kPycodePrompts;
+std::string generate_text(const std::string& prompt, int tokens);
+
 // A value of the Prometheus text at /metrics (the line "NAME VALUE", NAME with its labels); -1 when absent.
 double metric(const std::string& metrics_text, const std::string& name);
 // Reads /metrics every 50 ms until `name`'s value satisfies `done` or 10 s passed; returns the last text read.

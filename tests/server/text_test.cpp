@@ -17,19 +17,10 @@ using nlohmann::json;
 using test::post_json;
 using test::ServerProcess;
 
-std::string pycode() { return test::shared_dir() + "/models/pycode-llama-19m"; }
-std::string shipped_drafter() { return test::oracle_dir() + "/../../drafters/pycode-llama-19m-eagle3"; }
-
-const std::vector<std::string> kPrompts = {"def f():\n", "import os\n\n\ndef main():\n", "class Point:\n",
-                                           "    for i in range(10):\n"};
+const std::vector<std::string>& kPrompts = test::kPycodePrompts;
 constexpr int kTokens = 16;
 
-std::string generate_text(const std::string& prompt) {
-  const auto r = test::run_command(test::eaglet_bin() + " generate -m " + pycode() + " -t 1 -n " +
-                                   std::to_string(kTokens) + " -p " + test::shell_quote(prompt));
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return r.out;
-}
+std::string generate_text(const std::string& prompt) { return test::generate_text(prompt, kTokens); }
 
 std::string answer_text(const test::HttpAnswer& a, bool stream) {
   EXPECT_EQ(a.status, 200) << a.body;
@@ -45,7 +36,8 @@ std::string answer_text(const test::HttpAnswer& a, bool stream) {
 class PycodeServer : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    server_ = new ServerProcess("-m " + pycode() + " -d " + shipped_drafter() + " -t 1 -c 256 --max-batch 8");
+    server_ = new ServerProcess("-m " + test::pycode_dir() + " -d " + test::shipped_drafter_dir() +
+                                " -t 1 -c 256 --max-batch 8");
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(server_->terminate(), 0) << server_->log();

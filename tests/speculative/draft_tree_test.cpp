@@ -25,7 +25,7 @@ class ScriptedProposer : public Proposer {
   const std::vector<int>& aux_layers() const override { return aux_; }
   int64_t draft_vocab() const override { return vocab_; }
   int32_t to_target(int32_t draft_id) const override { return draft_id; }
-  void reset(int64_t) override {}
+  void reset(int64_t, std::shared_ptr<KVPool>) override {}
   void extend(std::span<const int32_t>, const float*, int32_t) override {}
   const float* logits(int node) const override {
     auto& row = rows_[node];

@@ -251,7 +251,7 @@ TEST(DraftTree, ShapeAndCacheInvariants) {
   std::vector<int32_t> pairs(prompt.begin() + 1, prompt.end());
   pairs.push_back(7);
   Eagle3Proposer proposer(*drafter);
-  proposer.reset(128);
+  proposer.reset(128, nullptr);
   proposer.extend(pairs, aux.data(), 0);
   const int64_t V = target->config().vocab_size;
   SamplingParams sp;

@@ -1,0 +1,68 @@
+// The server's paged KV pool on the real 19M model and its shipped drafter: a pool far smaller than the clients ask
+// for preempts and resumes sequences, and every answer still equals `eaglet generate`'s byte for byte, speculative
+// and plain; the pool's size lowers the context, and a request beyond it is a 400 naming the flag.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "server/server_fixtures.h"
+#include "test_env.h"
+
+namespace eaglet {
+namespace {
+
+using nlohmann::json;
+using test::post_json;
+using test::ServerProcess;
+
+using test::kPycodePrompts;
+constexpr int kTokens = 120;
+
+TEST(PagedServer, PreemptedSequencesResumeToTheSameAnswers) {
+  // 256 tokens: two sequences of 130 tokens fill it; eight clients ask for four times that.
+  ServerProcess server("-m " + test::pycode_dir() + " -d " + test::shipped_drafter_dir() +
+                       " -t 1 -c 512 --max-batch 8 --max-total-tokens 256 --chunked-prefill-size 8");
+  EXPECT_NE(server.log().find("KV pool: 256 tokens (--max-total-tokens)"), std::string::npos) << server.log();
+  std::vector<std::string> want;
+  for (const auto& p : kPycodePrompts) want.push_back(test::generate_text(p, kTokens));
+  std::vector<std::future<test::HttpAnswer>> answers;
+  for (int k = 0; k < 8; ++k)
+    answers.push_back(std::async(std::launch::async, [&server, k] {
+      const json req = {{"prompt", kPycodePrompts[static_cast<size_t>(k) % kPycodePrompts.size()]},
+                        {"max_tokens", kTokens},
+                        {"temperature", 0},
+                        {"ignore_eos", true},
+                        {"speculative", k % 2 == 0}};
+      return post_json(server, "/v1/completions", req.dump());
+    }));
+  for (size_t k = 0; k < answers.size(); ++k) {
+    const test::HttpAnswer a = answers[k].get();
+    ASSERT_EQ(a.status, 200) << a.body;
+    EXPECT_EQ(a.json["choices"][0]["text"], want[k % kPycodePrompts.size()]) << "client " << k;
+    EXPECT_EQ(a.json["usage"]["completion_tokens"], kTokens);
+  }
+  // Preempted after generating, not only while prefilling: resumed from its emitted tokens.
+  EXPECT_THAT(server.log(), ::testing::ContainsRegex("preempted after [1-9][0-9]* generated tokens")) << server.log();
+  const std::string m = test::get(server, "/metrics").body;
+  EXPECT_GT(test::metric(m, "eaglet:num_preemptions_total"), 0) << m;
+  const double total = test::metric(m, "eaglet:kv_cache_blocks_total");
+  EXPECT_GT(total, 0);
+  EXPECT_LE(test::metric(m, "eaglet:kv_cache_blocks_used_peak"), total);
+  EXPECT_EQ(test::metric(m, "eaglet:kv_cache_usage_perc"), 0) << "every block back once all answers are in";
+}
+
+TEST(PagedServer, ThePoolBoundsTheContextAndARequestBeyondItIsRefused) {
+  ServerProcess server("-m " + test::pycode_dir() + " -t 1 -c 1024 --max-total-tokens 200");
+  EXPECT_NE(server.log().find("lowered from 1024"), std::string::npos) << server.log();
+  const json req = {{"prompt", "def f():\n"}, {"max_tokens", 400}};
+  const auto a = post_json(server, "/v1/completions", req.dump());
+  EXPECT_EQ(a.status, 400) << a.body;
+  EXPECT_NE(a.body.find("context is 200 tokens"), std::string::npos) << a.body;
+  EXPECT_NE(a.body.find("--max-total-tokens"), std::string::npos) << a.body;
+  const json fits = {{"prompt", "def f():\n"}, {"max_tokens", 20}, {"temperature", 0}};
+  EXPECT_EQ(post_json(server, "/v1/completions", fits.dump()).status, 200);
+}
+
+}  // namespace
+}  // namespace eaglet
