@@ -54,23 +54,19 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
   const int64_t total = kv.committed + M, rows = M * group, B = kv.block_tokens;
   const float scale = scale_of(h, kv);
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  // Per thread: queries and scores of all rows, one block's scores; then per token its slots, probabilities,
-  // gathered values, outputs.
+  // Per thread: queries and scores of all rows; then per token its slots, probabilities, gathered values, outputs.
   const int64_t tail_max = kAttentionTail + 16 + mask.past + M;  // L - A never exceeds this
-  const int64_t block_scores = total > B ? rows * B : 0;
-  const size_t per_thread =
-      static_cast<size_t>(rows * (Dk + total) + block_scores + group * total + Dv * tail_max + 3 * group * Dv);
+  const size_t per_thread = static_cast<size_t>(rows * (Dk + total) + group * total + Dv * tail_max + 3 * group * Dv);
   grow(s.floats, static_cast<int64_t>(pool.size() * per_thread));
   grow(s.slots, static_cast<int64_t>(pool.size()) * total);
   pool.parallel_for(static_cast<size_t>(h.num_kv_heads), [&](size_t begin, size_t end, int thread) {
     float* q = &s.floats[static_cast<size_t>(thread) * per_thread];
-    float* scores = q + rows * Dk;             // [rows, total]
-    float* one_block = scores + rows * total;  // [rows, B]
-    float* prob = one_block + block_scores;    // [group, L]
-    float* gathered = prob + group * total;    // [Dv, L - A]
-    float* out1 = gathered + Dv * tail_max;    // [group, Dv]
-    float* out2 = out1 + group * Dv;           // [group, Dv]
-    float* out3 = out2 + group * Dv;           // [group, Dv]
+    float* scores = q + rows * Dk;           // [rows, total]
+    float* prob = scores + rows * total;     // [group, L]
+    float* gathered = prob + group * total;  // [Dv, L - A]
+    float* out1 = gathered + Dv * tail_max;  // [group, Dv]
+    float* out2 = out1 + group * Dv;         // [group, Dv]
+    float* out3 = out2 + group * Dv;         // [group, Dv]
     int64_t* slots = &s.slots[static_cast<size_t>(thread) * static_cast<size_t>(total)];
     for (size_t kvh_index = begin; kvh_index < end; ++kvh_index) {
       const int64_t kvh = static_cast<int64_t>(kvh_index);
@@ -78,16 +74,8 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
         for (int64_t g = 0; g < group; ++g)
           std::memcpy(q + (m * group + g) * Dk, q_all + (m * Hq + kvh * group + g) * Dk,
                       static_cast<size_t>(Dk) * sizeof(float));
-      if (total <= B) {
-        gemm_nn_serial(scores, q, rows, kv.key_block(0, kvh), Dk, total, B);
-      } else {
-        for (int64_t b = 0; b * B < total; ++b) {
-          const int64_t n = std::min(B, total - b * B);
-          gemm_nn_serial(one_block, q, rows, kv.key_block(b, kvh), Dk, n, B);
-          for (int64_t r = 0; r < rows; ++r)
-            std::memcpy(scores + r * total + b * B, one_block + r * n, static_cast<size_t>(n) * sizeof(float));
-        }
-      }
+      for (int64_t b = 0; b * B < total; ++b)
+        gemm_nn_serial(scores + b * B, q, rows, kv.key_block(b, kvh), Dk, std::min(B, total - b * B), B, total);
       for (int64_t m = 0; m < M; ++m) {
         int64_t contiguous = 0;
         const int64_t L = visible_slots(kv, M, m, mask, slots, &contiguous);

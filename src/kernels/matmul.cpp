@@ -87,21 +87,25 @@ void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) {
   matmul_serial_strided(y, x, w.cols, M, w);
 }
 
-void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
+void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb,
+                       int64_t ldy) {
+  if (ldy == 0) ldy = N;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       float s = 0.0f;
       for (int64_t k = 0; k < K; ++k) s += x[m * K + k] * b[k * ldb + n];
-      y[m * N + n] = s;
+      y[m * ldy + n] = s;
     }
 }
 
-void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
+void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb,
+                    int64_t ldy) {
+  if (ldy == 0) ldy = N;
   switch (active_isa()) {
     case Isa::Avx512Bf16:
-    case Isa::Avx512: detail::gemm_nn_avx512(y, x, M, b, K, N, ldb); return;
-    case Isa::Avx2: detail::gemm_nn_avx2(y, x, M, b, K, N, ldb); return;
-    case Isa::Scalar: gemm_nn_reference(y, x, M, b, K, N, ldb); return;
+    case Isa::Avx512: detail::gemm_nn_avx512(y, x, M, b, K, N, ldb, ldy); return;
+    case Isa::Avx2: detail::gemm_nn_avx2(y, x, M, b, K, N, ldb, ldy); return;
+    case Isa::Scalar: gemm_nn_reference(y, x, M, b, K, N, ldb, ldy); return;
   }
 }
 

@@ -43,8 +43,8 @@ void matmul_rows_avx2(float* y, const float* x, int64_t ldx, int64_t M, const We
   matmul_rows_simd<Avx2>(y, x, ldx, M, w, n0, n1);
 }
 
-void gemm_nn_avx2(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
-  gemm_nn_simd<Avx2>(y, x, M, b, K, N, ldb);
+void gemm_nn_avx2(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb, int64_t ldy) {
+  gemm_nn_simd<Avx2>(y, x, M, b, K, N, ldb, ldy);
 }
 
 }  // namespace eaglet::detail

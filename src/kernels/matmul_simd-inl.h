@@ -125,7 +125,7 @@ void matmul_rows_simd(float* y, const float* x, int64_t ldx, int64_t M, const We
 // y[M, N] = x[M, K] · B[K, N] (B row-major with row stride ldb): vectorised along N with broadcasts of x, so no
 // horizontal sums (attention scores against keys stored transposed). Tiles of 4 rows x 4 vectors.
 template <class S, int MR, int NV>
-void gemm_nn_tile(float* y, const float* x, int64_t K, int64_t N, const float* b, int64_t ldb, int64_t m, int64_t n) {
+void gemm_nn_tile(float* y, const float* x, int64_t K, int64_t ldy, const float* b, int64_t ldb, int64_t m, int64_t n) {
   using V = typename S::V;
   V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
@@ -139,15 +139,15 @@ void gemm_nn_tile(float* y, const float* x, int64_t K, int64_t N, const float* b
     }
   }
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NV; ++j) S::storeu(y + (m + i) * N + n + j * S::kLanes, acc[i][j]);
+    for (int j = 0; j < NV; ++j) S::storeu(y + (m + i) * ldy + n + j * S::kLanes, acc[i][j]);
 }
 
 template <class S, int MR>
-void gemm_nn_rows(float* y, const float* x, int64_t K, int64_t N, const float* b, int64_t ldb, int64_t m) {
+void gemm_nn_rows(float* y, const float* x, int64_t K, int64_t N, int64_t ldy, const float* b, int64_t ldb, int64_t m) {
   constexpr int64_t L = S::kLanes;
   int64_t n = 0;
-  for (; n + 4 * L <= N; n += 4 * L) gemm_nn_tile<S, MR, 4>(y, x, K, N, b, ldb, m, n);
-  for (; n + L <= N; n += L) gemm_nn_tile<S, MR, 1>(y, x, K, N, b, ldb, m, n);
+  for (; n + 4 * L <= N; n += 4 * L) gemm_nn_tile<S, MR, 4>(y, x, K, ldy, b, ldb, m, n);
+  for (; n + L <= N; n += L) gemm_nn_tile<S, MR, 1>(y, x, K, ldy, b, ldb, m, n);
   if (n < N) {  // the last columns, as a zero-padded vector
     const int64_t rest = N - n;
     using V = typename S::V;
@@ -160,16 +160,16 @@ void gemm_nn_rows(float* y, const float* x, int64_t K, int64_t N, const float* b
     for (int i = 0; i < MR; ++i) {
       alignas(64) float out[16];
       S::storeu(out, acc[i]);
-      std::memcpy(y + (m + i) * N + n, out, static_cast<size_t>(rest) * sizeof(float));
+      std::memcpy(y + (m + i) * ldy + n, out, static_cast<size_t>(rest) * sizeof(float));
     }
   }
 }
 
 template <class S>
-void gemm_nn_simd(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb) {
+void gemm_nn_simd(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb, int64_t ldy) {
   int64_t m = 0;
-  for (; m + 4 <= M; m += 4) gemm_nn_rows<S, 4>(y, x, K, N, b, ldb, m);
-  for (; m < M; ++m) gemm_nn_rows<S, 1>(y, x, K, N, b, ldb, m);
+  for (; m + 4 <= M; m += 4) gemm_nn_rows<S, 4>(y, x, K, N, ldy, b, ldb, m);
+  for (; m < M; ++m) gemm_nn_rows<S, 1>(y, x, K, N, ldy, b, ldb, m);
 }
 
 }  // namespace eaglet::detail

@@ -33,8 +33,9 @@ void Scheduler::shutdown() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-void Scheduler::publish_load() {
-  metrics_.set_load(static_cast<int64_t>(queue_.size()), static_cast<int64_t>(running_.size()));
+void Scheduler::publish_load() {  // preempted sequences wait (vLLM counts them so too)
+  const int64_t preempted = preempted_count_;
+  metrics_.set_load(static_cast<int64_t>(queue_.size()) + preempted, static_cast<int64_t>(running_.size()) - preempted);
 }
 
 void Scheduler::abort_unstarted(std::shared_ptr<Job> job) {
@@ -99,6 +100,14 @@ int64_t Scheduler::blocks_for_next(const std::vector<std::unique_ptr<Sequence>>&
   return blocks;
 }
 
+int64_t Scheduler::blocks_reserved(const std::vector<std::unique_ptr<Sequence>>& sequences) const {
+  int64_t blocks = 0;
+  for (const auto& s : sequences)
+    if (s != nullptr && !s->done)
+      blocks += s->prefilling ? engine_.kv_blocks_to_resume(*s) : engine_.kv_blocks_for_next(*s);
+  return blocks;
+}
+
 void Scheduler::make_room(std::vector<std::unique_ptr<Sequence>>& sequences) {
   while (sequences.size() > 1 && blocks_for_next(sequences) > engine_.kv_pool().free_blocks()) {
     std::unique_ptr<Sequence> victim = std::move(sequences.back());
@@ -106,6 +115,9 @@ void Scheduler::make_room(std::vector<std::unique_ptr<Sequence>>& sequences) {
     engine_.preempt(*victim);
     metrics_.preempted();
     preempted_.push_front(std::move(victim));  // the latest admitted goes behind the earlier preempted ones
+    preempted_count_ = static_cast<int64_t>(preempted_.size());
+    std::lock_guard lock(mutex_);
+    publish_load();
   }
 }
 
@@ -115,16 +127,18 @@ void Scheduler::resume_preempted(std::vector<std::unique_ptr<Sequence>>& sequenc
       (*it)->done = true;
       retire(std::move(*it));
       it = preempted_.erase(it);
+      preempted_count_ = static_cast<int64_t>(preempted_.size());
     } else {
       ++it;
     }
   while (!preempted_.empty() && sequences.size() < static_cast<size_t>(engine_.max_batch())) {
-    const int64_t room = engine_.kv_pool().free_blocks() - blocks_for_next(sequences);
+    const int64_t room = engine_.kv_pool().free_blocks() - blocks_reserved(sequences);
     if (!sequences.empty() && engine_.kv_blocks_to_resume(*preempted_.front()) > room) break;
     engine_.resume(*preempted_.front());
     sequences.push_back(std::move(preempted_.front()));
     preempted_.pop_front();
   }
+  preempted_count_ = static_cast<int64_t>(preempted_.size());
 }
 
 void Scheduler::loop() {
@@ -133,7 +147,7 @@ void Scheduler::loop() {
     std::vector<std::shared_ptr<Job>> admitted, gone;
     resume_preempted(sequences);
     // Blocks left for new jobs once the running sequences' next step is held.
-    int64_t room = engine_.kv_pool().free_blocks() - blocks_for_next(sequences);
+    int64_t room = engine_.kv_pool().free_blocks() - blocks_reserved(sequences);
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !sequences.empty() || !preempted_.empty(); });

@@ -5,6 +5,7 @@
 // (Engine::step). A sequence leaves the batch as soon as it ends. When the pool cannot hold the next step, the most
 // recently admitted sequence is preempted (its blocks given back); preempted sequences resume, the earliest first,
 // before any new job is admitted.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -39,6 +40,10 @@ class Scheduler {
   void retire(std::unique_ptr<Sequence> sequence);  // finishes its job and drops it from running_
   // KV blocks the running sequences' next prefill piece and step may take.
   int64_t blocks_for_next(const std::vector<std::unique_ptr<Sequence>>& sequences) const;
+  // Blocks kept back from new and resumed sequences: a prefilling sequence's whole prompt (those it holds counted
+  // again: admission errs on the safe side), a decoding one's next step. Admitting against the next prefill piece
+  // alone let in more prompts than the pool holds, and each was preempted midway.
+  int64_t blocks_reserved(const std::vector<std::unique_ptr<Sequence>>& sequences) const;
   // Preempts the latest admitted sequences until the pool holds the next step (at least one sequence stays).
   void make_room(std::vector<std::unique_ptr<Sequence>>& sequences);
   void resume_preempted(std::vector<std::unique_ptr<Sequence>>& sequences);
@@ -53,6 +58,7 @@ class Scheduler {
   bool stopping_ = false;
   // Scheduler thread only: sequences preempted for KV room, in admission order.
   std::deque<std::unique_ptr<Sequence>> preempted_;
+  std::atomic<int64_t> preempted_count_ = 0;  // preempted_.size(), for publish_load on other threads
   std::thread thread_;
 };
 

@@ -268,6 +268,25 @@ TEST_P(GemmNN, MatchesReference) {
   }
 }
 
+// Attention computes its scores a cache block at a time into rows of the whole width: each element has the bits of
+// the one-call result, whatever the block's width and column.
+TEST_P(GemmNN, BlocksWrittenIntoWiderRowsEqualOneCall) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const int64_t M = 9, K = 64, N = 200, ldb = 256;
+  std::vector<float> x(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * ldb));
+  for (float& v : x) v = dist(rng);
+  for (float& v : b) v = dist(rng);
+  std::vector<float> whole(static_cast<size_t>(M * N));
+  gemm_nn_serial(whole.data(), x.data(), M, b.data(), K, N, ldb);
+  for (const int64_t B : {16, 64, 37}) {
+    std::vector<float> blocks(whole.size(), -1.0f);
+    for (int64_t n0 = 0; n0 < N; n0 += B)
+      gemm_nn_serial(blocks.data() + n0, x.data(), M, b.data() + n0, K, std::min(B, N - n0), ldb, N);
+    EXPECT_EQ(blocks, whole) << "blocks of " << B << ", " << isa_name(GetParam());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, GemmNN, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
 
 class Softmax : public test::IsaTest {};

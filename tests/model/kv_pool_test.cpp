@@ -79,8 +79,8 @@ TEST(KVPool, TargetAndDrafterWidthsShareOneBlockCount) {
   EXPECT_EQ(pool.reserved_bytes(), 4 * 64 * (1024 + 64) * 4);
 }
 
-// Two sequences prefilled and decoded in turns from one pool of small capacity, so that their blocks interleave,
-// give the logits of each sequence decoded with a cache of its own, bit for bit.
+// Two sequences prefilled in turns from one pool of 64-token blocks, so that their blocks interleave, give the logits
+// of each sequence with a pool of its own, bit for bit.
 TEST(KVPool, ForwardOverScatteredBlocksEqualsAPrivateCache) {
   auto model = Transformer::load(test::tiny_model_dir("llama_fp32"));
   const int64_t V = model->config().vocab_size;
@@ -89,7 +89,7 @@ TEST(KVPool, ForwardOverScatteredBlocksEqualsAPrivateCache) {
   for (size_t i = 0; i < second.size(); ++i) second[i] = static_cast<int32_t>((i * 5 + 1) % static_cast<size_t>(V));
 
   auto run_alone = [&](const std::vector<int32_t>& ids) {
-    KVCache cache = model->make_cache(256);
+    KVCache cache = model->make_cache(256, std::make_shared<KVPool>(64, 4));  // the same block size, alone
     std::vector<std::vector<float>> logits;
     for (size_t i = 0; i < ids.size(); i += 40) {  // 40-token pieces: blocks fill across forwards
       const size_t n = std::min<size_t>(40, ids.size() - i);
@@ -101,7 +101,7 @@ TEST(KVPool, ForwardOverScatteredBlocksEqualsAPrivateCache) {
   };
   const auto want_first = run_alone(first), want_second = run_alone(second);
 
-  auto pool = std::make_shared<KVPool>(kKvBlockTokens, 6);
+  auto pool = std::make_shared<KVPool>(64, 6);
   KVCache a = model->make_cache(256, pool), b = model->make_cache(256, pool);
   std::vector<std::vector<float>> got_first, got_second;
   for (size_t i = 0; i < std::max(first.size(), second.size()); i += 40)

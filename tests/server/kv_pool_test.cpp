@@ -17,13 +17,13 @@ using test::post_json;
 using test::ServerProcess;
 
 using test::kPycodePrompts;
-constexpr int kTokens = 120;
+constexpr int kTokens = 300;  // past a block of 256 tokens
 
 TEST(PagedServer, PreemptedSequencesResumeToTheSameAnswers) {
-  // 256 tokens: two sequences of 130 tokens fill it; eight clients ask for four times that.
+  // 512 tokens: sequences of 310 tokens start three at a time and outgrow it; eight clients ask for five times that.
   ServerProcess server("-m " + test::pycode_dir() + " -d " + test::shipped_drafter_dir() +
-                       " -t 1 -c 512 --max-batch 8 --max-total-tokens 256 --chunked-prefill-size 8");
-  EXPECT_NE(server.log().find("KV pool: 256 tokens (--max-total-tokens)"), std::string::npos) << server.log();
+                       " -t 1 -c 1024 --max-batch 8 --max-total-tokens 512 --chunked-prefill-size 8");
+  EXPECT_NE(server.log().find("KV pool: 512 tokens (--max-total-tokens)"), std::string::npos) << server.log();
   std::vector<std::string> want;
   for (const auto& p : kPycodePrompts) want.push_back(test::generate_text(p, kTokens));
   std::vector<std::future<test::HttpAnswer>> answers;
@@ -53,12 +53,12 @@ TEST(PagedServer, PreemptedSequencesResumeToTheSameAnswers) {
 }
 
 TEST(PagedServer, ThePoolBoundsTheContextAndARequestBeyondItIsRefused) {
-  ServerProcess server("-m " + test::pycode_dir() + " -t 1 -c 1024 --max-total-tokens 200");
-  EXPECT_NE(server.log().find("lowered from 1024"), std::string::npos) << server.log();
-  const json req = {{"prompt", "def f():\n"}, {"max_tokens", 400}};
+  ServerProcess server("-m " + test::pycode_dir() + " -t 1 -c 2048 --max-total-tokens 600");
+  EXPECT_NE(server.log().find("lowered from 2048"), std::string::npos) << server.log();
+  const json req = {{"prompt", "def f():\n"}, {"max_tokens", 700}};
   const auto a = post_json(server, "/v1/completions", req.dump());
   EXPECT_EQ(a.status, 400) << a.body;
-  EXPECT_NE(a.body.find("context is 200 tokens"), std::string::npos) << a.body;
+  EXPECT_NE(a.body.find("context is 600 tokens"), std::string::npos) << a.body;
   EXPECT_NE(a.body.find("--max-total-tokens"), std::string::npos) << a.body;
   const json fits = {{"prompt", "def f():\n"}, {"max_tokens", 20}, {"temperature", 0}};
   EXPECT_EQ(post_json(server, "/v1/completions", fits.dump()).status, 200);
