@@ -8,7 +8,8 @@ namespace eaglet {
 
 KVPool::KVPool(int64_t block_tokens, int64_t num_blocks) : block_tokens_(block_tokens), num_blocks_(num_blocks) {
   if (block_tokens < 1 || num_blocks < 0 || num_blocks > INT32_MAX)
-    fail("a KV pool of ", num_blocks, " blocks of ", block_tokens, " tokens is not possible");
+    fail("a KV pool of ", num_blocks, " blocks of ", block_tokens, " tokens is not possible (1 to ", INT32_MAX,
+         " blocks): lower --max-total-tokens");
   free_.resize(static_cast<size_t>(num_blocks));
   for (int64_t i = 0; i < num_blocks; ++i) free_[static_cast<size_t>(i)] = static_cast<int32_t>(num_blocks - 1 - i);
 }

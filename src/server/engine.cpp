@@ -60,6 +60,8 @@ void Engine::make_kv_pool() {
     const DraftParams d = speculation_->options().draft_shape();
     draft_room = d.num_draft_tokens + 1 + static_cast<int64_t>(d.num_steps) * d.topk;
   }
+  if (!(options_.mem_fraction > 0 && options_.mem_fraction <= 1))  // NaN passes CLI11's range check
+    fail("--mem-fraction-static ", options_.mem_fraction, ": expected a fraction of memory in (0, 1]");
   int64_t tokens = options_.max_total_tokens;
   std::string why = "--max-total-tokens";
   if (tokens <= 0) {

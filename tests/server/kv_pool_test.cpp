@@ -64,5 +64,16 @@ TEST(PagedServer, ThePoolBoundsTheContextAndARequestBeyondItIsRefused) {
   EXPECT_EQ(post_json(server, "/v1/completions", fits.dump()).status, 200);
 }
 
+TEST(PagedServer, ABadPoolSizeIsRefusedByName) {
+  for (const auto& [flag, message] :
+       {std::pair<std::string, std::string>{"--mem-fraction-static nan", "expected a fraction of memory in (0, 1]"},
+        {"--max-total-tokens 1099511627776", "lower --max-total-tokens"},
+        {"--max-total-tokens 100", "at least 512 are needed"}}) {
+    const auto r = test::run_command(test::eaglet_bin() + " serve -m " + test::pycode_dir() + " --port 0 " + flag);
+    EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << flag << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace eaglet
