@@ -38,6 +38,9 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--mem-fraction-static", e.mem_fraction,
                   "Fraction of the available memory the KV pool may take when --max-total-tokens is not given")
       ->check(CLI::Range(0.01, 1.0));
+  cmd->add_flag_callback(
+      "--disable-radix-cache,--no-enable-prefix-caching", [o] { o->engine.prefix_cache = false; },
+      "Turn the prefix cache off (SGLang's and vLLM's names): every prompt is prefilled from its first token");
   add_threads_option(*cmd, o->threads);
   add_chat_template_args(*cmd, e.chat_template_file);
   add_drafter_args(*cmd, e.spec);

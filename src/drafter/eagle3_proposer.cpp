@@ -33,6 +33,7 @@ void Eagle3Proposer::keep_head_output(size_t node, int64_t row) {
 
 void Eagle3Proposer::reset(int64_t capacity, std::shared_ptr<KVPool> pool) {
   cache_ = drafter_.make_cache(capacity, std::move(pool));
+  cache_.set_prefix_key(KVCache::kDrafterPrefixRoot, 1);  // entry p reads (token p + 1, the target's state of p)
   best_.assign(1, -1);
   logits_.assign(1, {});
   hidden_.assign(1, {});

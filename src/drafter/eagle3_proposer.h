@@ -21,6 +21,13 @@ class Eagle3Proposer : public Proposer {
   void reset(int64_t capacity, std::shared_ptr<KVPool> pool) override;
   void release_kv() override { cache_.release(); }
   int64_t kv_blocks_to_grow(int64_t tokens) const override { return cache_.blocks_to_grow(tokens); }
+  int64_t reuse_prefix(std::span<const int32_t> tokens, int64_t max_tokens) override {
+    return cache_.reuse_prefix(tokens, max_tokens);
+  }
+  // Between rounds: the cache holds the extended positions alone.
+  void share_prefix(std::span<const int32_t> tokens, bool ending) override {
+    cache_.share_prefix(tokens, cache_.size() - static_cast<int64_t>(fed_node_.size()), ending);
+  }
   void extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) override;
   const float* logits(int node) const override;
   int32_t best(int node) const override;

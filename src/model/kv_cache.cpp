@@ -37,18 +37,24 @@ KVCache& KVCache::operator=(const KVCache& other) {
   layers_ = other.layers_, kv_heads_ = other.kv_heads_, key_dim_ = other.key_dim_, value_dim_ = other.value_dim_;
   capacity_ = other.capacity_, values_in_keys_ = other.values_in_keys_, private_pool_ = other.private_pool_;
   block_tokens_ = other.block_tokens_;
+  prefix_root_ = other.prefix_root_, lookahead_ = other.lookahead_;
+  positions_ = other.positions_;
+  size_ = other.size_;
+  pending_ = other.pending_;
+  arena_ = nullptr;
+  if (other.pool_ == nullptr) {  // a moved-from cache
+    pool_ = nullptr;
+    return *this;
+  }
   pool_ = other.private_pool_ ? std::make_shared<KVPool>(block_tokens_, other.pool_->total_blocks()) : other.pool_;
   arena_ = other.arena_ == nullptr ? nullptr : pool_->arena(token_floats());
-  const int64_t block_floats = block_tokens_ * token_floats();
   for (int32_t from : other.blocks_) {
     const int32_t to = pool_->take();
     if (to < 0) fail("the KV pool is full: a copy of a cache of ", other.blocks_held(), " blocks does not fit");
     blocks_.push_back(to);
-    std::copy_n(other.arena_ + from * block_floats, block_floats, arena_ + to * block_floats);
+    std::copy_n(other.arena_ + from * block_tokens_ * token_floats(), block_tokens_ * token_floats(),
+                arena_ + to * block_tokens_ * token_floats());
   }
-  positions_ = other.positions_;
-  size_ = other.size_;
-  pending_ = other.pending_;
   return *this;
 }
 
@@ -63,14 +69,22 @@ KVCache& KVCache::operator=(KVCache&& other) noexcept {
   block_tokens_ = other.block_tokens_;
   blocks_ = std::move(other.blocks_);
   positions_ = std::move(other.positions_);
+  prefix_root_ = other.prefix_root_, lookahead_ = other.lookahead_;
+  offered_ = std::move(other.offered_);
+  shared_ = other.shared_;
   other.blocks_.clear();
+  other.offered_.clear();
   other.size_ = other.pending_ = 0;
   return *this;
 }
 
+// The last block first: cached blocks are taken back least recently given first, and a block is of use only after
+// those before it.
 void KVCache::release() {
-  for (int32_t b : blocks_) pool_->give_back(b);
+  for (auto b = blocks_.rbegin(); b != blocks_.rend(); ++b) pool_->give_back(*b);
   blocks_.clear();
+  offered_.clear();
+  shared_ = false;
   size_ = pending_ = 0;
 }
 
@@ -136,11 +150,7 @@ void KVCache::begin_batch(std::span<const int32_t> positions) {
     fail("the KV pool is full: ", m, " new tokens need ", grow, " more blocks of ", block_tokens_, " tokens, ",
          pool_->free_blocks(), " of ", pool_->total_blocks(), " are free (raise --max-total-tokens)");
   if (arena_ == nullptr) arena_ = pool_->arena(token_floats());
-  for (int64_t i = 0; i < grow; ++i) {
-    const int32_t b = pool_->take();
-    if (b < 0) fail("the KV pool is full (raise --max-total-tokens)");
-    blocks_.push_back(b);
-  }
+  for (int64_t i = 0; i < grow; ++i) blocks_.push_back(take_block());
   if (static_cast<int64_t>(positions_.size()) < size_ + m) positions_.resize(static_cast<size_t>(size_ + m));
   for (int64_t i = 0; i < m; ++i) positions_[static_cast<size_t>(size_ + i)] = positions[static_cast<size_t>(i)];
   pending_ = m;
@@ -167,6 +177,101 @@ void KVCache::truncate(int64_t n) {
   if (n < 0 || n > size_) fail("KVCache::truncate: ", n, " is outside [0, ", size_, "]");
   size_ = n;
   pending_ = 0;
+  if (shared_) keep_writable_from(n);
+}
+
+int32_t KVCache::take_block() {
+  const int32_t b = pool_->take();
+  if (b < 0) fail("the KV pool is full (raise --max-total-tokens)");
+  return b;
+}
+
+void KVCache::copy_block(int32_t from, int32_t to) const {
+  const int64_t floats = block_tokens_ * token_floats();
+  std::copy_n(arena_ + from * floats, floats, arena_ + to * floats);
+}
+
+void KVCache::keep_writable_from(int64_t n) {
+  const int64_t B = block_tokens_;
+  offered_.resize(std::min(offered_.size(), static_cast<size_t>(n / B)));
+  for (size_t i = static_cast<size_t>(n / B); i < blocks_.size(); ++i) {
+    if (pool_->writable(blocks_[i])) continue;
+    if (static_cast<int64_t>(i) * B < n) {
+      const int32_t own = take_block();
+      copy_block(blocks_[i], own);
+      pool_->give_back(blocks_[i]);
+      blocks_[i] = own;
+      continue;
+    }
+    for (size_t j = blocks_.size(); j-- > i;) pool_->give_back(blocks_[j]);
+    blocks_.resize(i);
+    break;
+  }
+}
+
+void KVCache::set_prefix_key(uint64_t root, int64_t lookahead) {
+  prefix_root_ = root;
+  lookahead_ = lookahead;
+}
+
+int64_t KVCache::reuse_prefix(std::span<const int32_t> tokens, int64_t max_tokens) {
+  if (pool_ == nullptr || !pool_->caches_prefixes() || size_ != 0) return 0;
+  release();
+  const int64_t B = block_tokens_, n = static_cast<int64_t>(tokens.size());
+  max_tokens = std::min({max_tokens, n - lookahead_, capacity_});
+  if (max_tokens <= 0) return 0;
+  if (arena_ == nullptr) arena_ = pool_->arena(token_floats());
+  uint64_t parent = prefix_root_;
+  int64_t held = 0;
+  while (held + B <= max_tokens) {
+    const KVPool::Cached c = pool_->hold_cached(parent, tokens.subspan(static_cast<size_t>(held), B + lookahead_));
+    if (c.block < 0) break;
+    blocks_.push_back(c.block);
+    offered_.push_back(c.serial);
+    parent = c.serial;
+    held += B;
+  }
+  if (held < max_tokens) {
+    const int64_t ask = std::min(max_tokens - held, B) + lookahead_;
+    const KVPool::Cached c = pool_->hold_longest(parent, tokens.subspan(static_cast<size_t>(held), ask));
+    if (c.block >= 0) {
+      const int64_t copied = c.matched - lookahead_;
+      if (copied > 0) {
+        const int32_t own = pool_->take();
+        if (own >= 0) {
+          copy_block(c.block, own);
+          blocks_.push_back(own);
+          held += copied;
+        }
+      }
+      pool_->give_back(c.block);
+    }
+  }
+  shared_ = !blocks_.empty();
+  size_ = held;
+  if (static_cast<int64_t>(positions_.size()) < held) positions_.resize(static_cast<size_t>(held));
+  for (int64_t i = 0; i < held; ++i) positions_[static_cast<size_t>(i)] = i;
+  return held;
+}
+
+void KVCache::share_prefix(std::span<const int32_t> tokens, int64_t stable, bool ending) {
+  if (pool_ == nullptr || !pool_->caches_prefixes()) return;
+  const int64_t B = block_tokens_, have = static_cast<int64_t>(tokens.size());
+  const int64_t n = std::min({stable, size_, have - lookahead_});  // entries whose key tokens are all known
+  auto parent = [&] { return offered_.empty() ? prefix_root_ : offered_.back(); };
+  for (int64_t k = static_cast<int64_t>(offered_.size()); (k + 1) * B <= n; ++k) {
+    const uint64_t serial = pool_->offer(blocks_[static_cast<size_t>(k)], parent(),
+                                         tokens.subspan(static_cast<size_t>(k * B), B + lookahead_));
+    if (serial == 0) return;
+    offered_.push_back(serial);
+    shared_ = true;
+  }
+  const int64_t k = static_cast<int64_t>(offered_.size()), tail = n - k * B;
+  if (ending && tail > 0 && tail < B) {  // no block follows it: offered_ stays whole blocks
+    pool_->offer(blocks_[static_cast<size_t>(k)], parent(),
+                 tokens.subspan(static_cast<size_t>(k * B), tail + lookahead_));
+    shared_ = true;
+  }
 }
 
 }  // namespace eaglet

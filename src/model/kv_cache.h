@@ -59,10 +59,28 @@ class KVCache {
   void discard_pending() { pending_ = 0; }
   void truncate(int64_t n);  // forget committed tokens from n on (their blocks stay with the cache)
 
+  // Prefix caching, when the pool caches prefixes (model/kv_pool.h). Entry p of this cache is determined by the
+  // model, named by `root` (the target's and the drafter's caches are keyed apart), and by tokens [0, p + lookahead]
+  // of its sequence (an EAGLE-3 drafter's entry p reads token p + 1).
+  static constexpr uint64_t kTargetPrefixRoot = 1, kDrafterPrefixRoot = 2;
+  void set_prefix_key(uint64_t root, int64_t lookahead);
+  // An empty cache takes the longest cached start of `tokens`, at most `max_tokens` entries: whole blocks are
+  // shared, the matching entries of a block that matches in part are copied. Returns the entries it holds.
+  int64_t reuse_prefix(std::span<const int32_t> tokens, int64_t max_tokens);
+  // Offers its whole blocks of committed entries below `stable` (entries a round may still take back are above),
+  // keyed by `tokens`, its sequence's tokens. `ending`: the cache gives its blocks back next, so its last block,
+  // partly filled, is offered too (a later sequence copies the entries it matches).
+  void share_prefix(std::span<const int32_t> tokens, int64_t stable, bool ending = false);
+
  private:
   float* key_at(int64_t layer, int64_t kv_head, int64_t slot) const;    // dimension 0; dimension d is d * B further
   float* value_at(int64_t layer, int64_t kv_head, int64_t slot) const;  // likewise
   void move_slot(int64_t from, int64_t to);
+  int32_t take_block();  // from the pool, or an error naming --max-total-tokens
+  void copy_block(int32_t from, int32_t to) const;
+  // Slots from n on are written again: blocks there that the prefix cache keeps or others hold are swapped for
+  // blocks of this cache's own (a partly kept block's entries are copied).
+  void keep_writable_from(int64_t n);
   int64_t layers_ = 0, kv_heads_ = 0, key_dim_ = 0, value_dim_ = 0, capacity_ = 0, size_ = 0, pending_ = 0;
   bool values_in_keys_ = false;  // latent cache: no value arrays
   bool private_pool_ = false;
@@ -71,6 +89,10 @@ class KVCache {
   int64_t block_tokens_ = 0;
   std::vector<int32_t> blocks_;  // the pool's block of each logical block
   std::vector<int64_t> positions_;
+  uint64_t prefix_root_ = kTargetPrefixRoot;
+  int64_t lookahead_ = 0;
+  std::vector<uint64_t> offered_;  // the prefix cache's serial of each leading block offered
+  bool shared_ = false;            // some block may be cached or held by another cache
 };
 
 }  // namespace eaglet

@@ -78,7 +78,7 @@ void Engine::make_kv_pool() {
          " are needed; raise --max-total-tokens or --mem-fraction-static");
   const int64_t kinds = speculative() ? 2 : 1;  // target and drafter blocks
   const int64_t blocks = kinds * ((tokens + B - 1) / B + (draft_room + B - 1) / B);
-  kv_pool_ = std::make_shared<KVPool>(B, blocks);
+  kv_pool_ = std::make_shared<KVPool>(B, blocks, options_.prefix_cache);
   kv_pool_->arena(target_floats);
   if (speculative()) kv_pool_->arena(drafter_floats);
   std::string lowered;
@@ -93,28 +93,41 @@ void Engine::make_kv_pool() {
       speculative() ? strprintf(", drafter %lld", static_cast<long long>(4 * drafter_floats / 1024)) : "";
   log_info(
       strprintf("KV pool: %lld tokens (%s) in %lld blocks of %lld tokens (target%s), fp32, %lld KB per token "
-                "(target %lld%s), %lld MB reserved, committed as used%s",
+                "(target %lld%s), %lld MB reserved, committed as used; prefix cache %s%s",
                 static_cast<long long>(tokens), why.c_str(), static_cast<long long>(blocks), static_cast<long long>(B),
                 speculative() ? " and drafter" : "", static_cast<long long>(token_bytes / 1024),
                 static_cast<long long>(4 * target_floats / 1024), drafter.c_str(),
-                static_cast<long long>(kv_pool_->reserved_bytes() / MB), lowered.c_str()));
+                static_cast<long long>(kv_pool_->reserved_bytes() / MB),
+                options_.prefix_cache ? "on" : "off (--disable-radix-cache)", lowered.c_str()));
+}
+
+int64_t Engine::kv_blocks_to_hold(int64_t tokens, bool speculative) const {
+  const int64_t need = kv_pool_->blocks_for(tokens + 1);
+  return speculative ? 2 * need : need;
 }
 
 int64_t Engine::kv_blocks_to_admit(const Job& job) const {
-  const int64_t need = kv_pool_->blocks_for(static_cast<int64_t>(job.prompt.size()) + 1);
-  return speculative() && job.request.speculative ? 2 * need : need;
+  return kv_blocks_to_hold(static_cast<int64_t>(job.prompt.size()), speculative() && job.request.speculative);
 }
 
 int64_t Engine::kv_blocks_to_resume(const Sequence& s) const {
-  const int64_t need = kv_pool_->blocks_for(static_cast<int64_t>(s.job->prompt.size() + s.tokens.size()) + 1);
-  return s.speculative ? 2 * need : need;
+  return kv_blocks_to_hold(static_cast<int64_t>(s.job->prompt.size() + s.tokens.size()), s.speculative);
 }
 
 int64_t Engine::kv_blocks_for_next(const Sequence& s) const {
   return s.decoder ? s.decoder->kv_blocks_for_next(s.decoder->max_draft_tokens()) : 0;
 }
 
+void Engine::share_prefix(Sequence& s, bool ending) {
+  if (!s.error.empty() || !s.decoder) return;
+  std::vector<int32_t> tokens = s.job->prompt;
+  tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+  s.decoder->share_prefix(tokens, ending);
+}
+
+// Its blocks stay in the prefix cache as long as the pool can keep them: the resume finds them there.
 void Engine::preempt(Sequence& s) {
+  share_prefix(s, true);
   s.decoder->release_kv();
   s.prefilling = true;
   ++s.preemptions;
@@ -212,12 +225,17 @@ std::unique_ptr<Sequence> Engine::start(std::shared_ptr<Job> job_ptr, Metrics& m
   return s;
 }
 
-void Engine::prefill_piece(Sequence& s) {
+void Engine::prefill_piece(Sequence& s, Metrics& metrics) {
   try {
     if (!s.decoder->prefill_piece()) return;
     s.prefilling = false;
+    if (s.preemptions == 0) {
+      s.cached_tokens = s.decoder->cached_prompt_tokens();
+      metrics.prefix_cache_lookup(static_cast<int64_t>(s.job->prompt.size()), s.cached_tokens);
+    }
     const int32_t first = s.decoder->first_token();
     push_tokens(s, {&first, 1});
+    share_prefix(s, false);  // sequences admitted beside it find its prompt at their first piece
   } catch (const std::exception& e) {
     s.error = e.what();
     s.done = true;
@@ -293,7 +311,9 @@ JobResult Engine::finish(Sequence& s, Metrics& metrics) {
   Job& job = *s.job;
   JobResult out;
   out.prompt_tokens = static_cast<int64_t>(job.prompt.size());
+  out.cached_tokens = s.cached_tokens;
   out.speculative = s.speculative;
+  share_prefix(s, true);
   out.error = s.error;
   if (!out.error.empty()) {
     out.finish_reason = "abort";

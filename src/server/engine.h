@@ -29,6 +29,7 @@ struct EngineOptions {
   std::string chat_template_file;  // --chat-template-file: replaces the model's chat template
   int64_t max_total_tokens = 0;    // tokens the KV pool holds (0: from the memory budget)
   double mem_fraction = 0.85;      // the budget: this fraction of the memory available after loading
+  bool prefix_cache = true;        // sequences reuse the KV blocks of the token prefixes they share
 };
 
 class Engine {
@@ -46,7 +47,7 @@ class Engine {
   // tokens the batch-draft policy gives each; finish flushes a sequence that is done and records its metrics; the
   // caller then finishes the job with the result.
   std::unique_ptr<Sequence> start(std::shared_ptr<Job> job, Metrics& metrics);
-  void prefill_piece(Sequence& sequence);
+  void prefill_piece(Sequence& sequence, Metrics& metrics);
   void step(std::span<Sequence* const> running, Metrics& metrics);
   JobResult finish(Sequence& sequence, Metrics& metrics);
   int max_batch() const { return options_.max_batch; }
@@ -80,7 +81,10 @@ class Engine {
   RoundLog round_log_;  // every sequence's rounds, the zero-acceptance warning once per server
 
   void make_kv_pool();
+  int64_t kv_blocks_to_hold(int64_t tokens, bool speculative) const;  // `tokens` and the next, target and drafter
   void observe_round(Sequence& s, Metrics& metrics);
+  // Offers its KV blocks to the prefix cache; `ending`: its last blocks too (it gives them back next).
+  void share_prefix(Sequence& s, bool ending);
   void push_tokens(Sequence& s, std::span<const int32_t> tokens);
   // `text`: what the token released into the answer; `bytes`: its own bytes.
   TokenLogprobText logprob_text(const TokenLogprob& logprob, std::string text, std::string bytes) const;

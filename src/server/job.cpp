@@ -51,6 +51,11 @@ Job::Update Job::wait_finished() {
   return take();
 }
 
+bool Job::finished_within(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return finished_; });
+}
+
 Job::Update Job::take() {
   Update u{std::move(pending_), std::move(pending_pieces_), std::move(pending_logprobs_), finished_};
   pending_.clear();

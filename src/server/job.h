@@ -20,6 +20,7 @@ struct JobResult {
   std::string finish_reason;  // stop, length, abort
   std::string error;          // set when the generation failed (a server error)
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens found in the prefix cache
   bool speculative = false;
   SpecStats stats;
 };
@@ -71,8 +72,9 @@ class Job {
   };
   // Waits up to `timeout` for new text or the end; takes the new text.
   Update wait(std::chrono::milliseconds timeout);
-  Update wait_finished();    // all text once the job ends
-  JobResult result() const;  // valid once wait reported finished
+  Update wait_finished();                                   // all text once the job ends
+  bool finished_within(std::chrono::milliseconds timeout);  // waits at most `timeout` for its end
+  JobResult result() const;                                 // valid once wait reported finished
 
  private:
   Update take();  // holds mutex_

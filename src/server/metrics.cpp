@@ -103,11 +103,18 @@ void Metrics::set_load(int64_t waiting, int64_t running) {
   running_ = running;
 }
 
-void Metrics::set_kv(int64_t used_blocks, int64_t total_blocks) {
+void Metrics::set_kv(int64_t used_blocks, int64_t total_blocks, int64_t cached_blocks) {
   std::lock_guard lock(mutex_);
+  kv_cached_ = cached_blocks;
   kv_used_ = used_blocks;
   kv_total_ = total_blocks;
   kv_peak_ = std::max(kv_peak_, used_blocks);
+}
+
+void Metrics::prefix_cache_lookup(int64_t prompt_tokens, int64_t cached_tokens) {
+  std::lock_guard lock(mutex_);
+  prefix_queries_ += static_cast<uint64_t>(prompt_tokens);
+  prefix_hits_ += static_cast<uint64_t>(cached_tokens);
 }
 
 void Metrics::preempted() {
@@ -140,6 +147,15 @@ std::string Metrics::render() const {
   scalar(out, "eaglet:num_preemptions_total", "counter",
          "Sequences that gave their KV blocks back for others (recomputed on resumption)",
          static_cast<double>(preemptions_));
+  scalar(out, "eaglet:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache",
+         static_cast<double>(prefix_queries_));
+  scalar(out, "eaglet:prefix_cache_hits_total", "counter",
+         "Prompt tokens found in the prefix cache (their prefill skipped)", static_cast<double>(prefix_hits_));
+  scalar(out, "eaglet:prefix_cache_hit_rate", "gauge", "Hits / queries since start (0 before any)",
+         prefix_queries_ > 0 ? static_cast<double>(prefix_hits_) / static_cast<double>(prefix_queries_) : 0.0);
+  scalar(out, "eaglet:kv_cache_blocks_cached", "gauge",
+         "Blocks the prefix cache keeps, in use or not (those not in use count as free)",
+         static_cast<double>(kv_cached_));
   step_sequences_.render(out, "eaglet:batch_step_sequences", "Sequences advanced by each decode step's target forward");
   step_rows_.render(out, "eaglet:batch_step_rows",
                     "Rows (tokens and draft nodes) of each decode step's target forward");

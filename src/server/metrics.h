@@ -35,9 +35,11 @@ class Metrics {
   void verify(int64_t tokens_emitted);    // one speculative round: accepted drafts + 1
   void spec_request(const SpecStats& s);  // a finished speculative request's totals
   void set_load(int64_t waiting, int64_t running);
-  void batch_step(int64_t sequences, int64_t rows);        // one target forward of the running sequences
-  void set_kv(int64_t used_blocks, int64_t total_blocks);  // the KV pool after a step
-  void preempted();                                        // a sequence gave its KV blocks back for others
+  void batch_step(int64_t sequences, int64_t rows);  // one target forward of the running sequences
+  // The KV pool after a step: blocks in use, all, and those the prefix cache keeps (in use or not).
+  void set_kv(int64_t used_blocks, int64_t total_blocks, int64_t cached_blocks);
+  void prefix_cache_lookup(int64_t prompt_tokens, int64_t cached_tokens);  // a sequence's first prefill
+  void preempted();  // a sequence gave its KV blocks back for others
   std::string render() const;
 
  private:
@@ -52,7 +54,9 @@ class Metrics {
   int64_t waiting_ = 0, running_ = 0;
   int64_t kv_used_ = 0, kv_total_ = 0, kv_peak_ = 0;
   uint64_t preemptions_ = 0;
-  SpecStats spec_;  // every finished speculative request's rounds, summed
+  int64_t kv_cached_ = 0;
+  uint64_t prefix_queries_ = 0, prefix_hits_ = 0;  // prompt tokens looked up in the prefix cache, found
+  SpecStats spec_;                                 // every finished speculative request's rounds, summed
 };
 
 }  // namespace eaglet::server

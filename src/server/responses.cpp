@@ -30,7 +30,7 @@ json usage_json(const JobResult& r) {
   return {{"prompt_tokens", r.prompt_tokens},
           {"completion_tokens", r.completion_tokens},
           {"total_tokens", r.prompt_tokens + r.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", 0}}}};
+          {"prompt_tokens_details", {{"cached_tokens", r.cached_tokens}}}};
 }
 
 json speculative_json(const JobResult& r) {

@@ -2,6 +2,7 @@
 
 #include "server/api_error.h"
 #include "server/page.h"
+#include "server/peer_watch.h"
 #include "server/request.h"
 #include "server/responses.h"
 #include "server/sse.h"
@@ -80,6 +81,10 @@ void generation(RouteContext& c, const Request& req, Response& res, Endpoint end
     stream_job(res, job, ids, [&c] { --c.open_streams; });
     return;
   }
+  // A client that leaves before its answer cancels the job: it ends within one step, as "abort".
+  const PeerWatch client(req.remote_addr, req.remote_port, req.local_port);
+  while (!job->finished_within(std::chrono::milliseconds(50)))
+    if (!job->cancelled() && client.gone()) job->cancel();
   const Job::Update all = job->wait_finished();
   const JobResult result = job->result();
   if (!result.error.empty()) throw ApiError(500, "server_error", "generation failed: " + result.error);

@@ -71,7 +71,7 @@ void Scheduler::prefill_piece(std::vector<std::unique_ptr<Sequence>>& sequences)
     if (s->job->cancelled())
       s->done = true;  // gone while prefilling: the rest of its prompt is not run
     else
-      engine_.prefill_piece(*s);
+      engine_.prefill_piece(*s, metrics_);
     return;  // one piece per step, the earliest admitted sequence's
   }
 }
@@ -184,7 +184,7 @@ void Scheduler::loop() {
       if (s->done) retire(std::move(s));
     std::erase(sequences, nullptr);
     const KVPool& pool = engine_.kv_pool();
-    metrics_.set_kv(pool.total_blocks() - pool.free_blocks(), pool.total_blocks());
+    metrics_.set_kv(pool.total_blocks() - pool.free_blocks(), pool.total_blocks(), pool.cached_blocks());
   }
 }
 

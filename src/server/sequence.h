@@ -44,8 +44,9 @@ struct Sequence {
   int64_t logprob_text_offset = 0;        // characters of the text released before the token being pushed
   int64_t accepted_before = 0, verifies_before = 0;
   Clock::time_point last;
-  bool prefilling = true;  // the prompt is not through yet (Engine::prefill_piece)
-  int preemptions = 0;     // times its KV blocks were taken back for others (Engine::preempt)
+  bool prefilling = true;     // the prompt is not through yet (Engine::prefill_piece)
+  int preemptions = 0;        // times its KV blocks were taken back for others (Engine::preempt)
+  int64_t cached_tokens = 0;  // prompt tokens its first prefill found in the prefix cache
   bool done = false;
   std::string error;
 };

@@ -60,9 +60,17 @@ void PlainSequence::start_prefill(std::span<const int32_t> prompt) {
   cache_.truncate(0);
   prompt_.assign(prompt.begin(), prompt.end());
   prefilled_ = 0;
+  cached_prompt_tokens_ = 0;
+  reuse_pending_ = true;
 }
 
+// The prefix cache is looked up at the first piece, not at start_prefill: a server starts several sequences at once
+// and prefills them in turns, so that a later one finds what an earlier one shared.
 bool PlainSequence::prefill_piece() {
+  if (std::exchange(reuse_pending_, false)) {
+    cached_prompt_tokens_ = cache_.reuse_prefix(prompt_, static_cast<int64_t>(prompt_.size()) - 1);
+    prefilled_ = static_cast<size_t>(cached_prompt_tokens_);
+  }
   const size_t n = std::min(prompt_.size() - prefilled_, static_cast<size_t>(prefill_batch_));
   target_.forward(cache_, {.tokens = std::span(prompt_).subspan(prefilled_, n)});
   cache_.commit_all();

@@ -54,6 +54,13 @@ class BatchedSequence {
   // Gives every KV block back (preemption); start_prefill over the prompt and the emitted tokens resumes it, with its
   // sampler's state kept, so that it emits what it would have.
   virtual void release_kv() = 0;
+  // Prefix caching, when the KV pool caches prefixes (model/kv_pool.h): prefill_piece's first call takes the cached
+  // KV of the prompt's longest cached start (all but its last token at most), target and drafter alike, and computes
+  // the rest; cached_prompt_tokens says how many it took. share_prefix offers the caches' state of `tokens` (the
+  // sequence's tokens: the prompt, then those emitted) to later sequences; `ending`: before release_kv or the end,
+  // when the last blocks, partly filled, may be offered too.
+  int64_t cached_prompt_tokens() const { return cached_prompt_tokens_; }
+  virtual void share_prefix(std::span<const int32_t> tokens, bool ending) = 0;
   virtual int64_t root_position() const = 0;  // position of the last emitted token: generation ends at context()
   virtual int64_t context() const = 0;
   // With logprobs(k) set before prefill, the target's log-probabilities of every emitted token, in order; take them.
@@ -65,6 +72,7 @@ class BatchedSequence {
   void record_logprob(const float* logits, int64_t vocab, int32_t token) {
     if (wants_logprobs()) logprobs_.push_back(token_logprob({logits, static_cast<size_t>(vocab)}, token, logprob_top_));
   }
+  int64_t cached_prompt_tokens_ = 0;
 
  private:
   int logprob_top_ = -1;
@@ -84,6 +92,9 @@ class PlainSequence : public BatchedSequence {
   int max_draft_tokens() const override { return 0; }
   int64_t kv_blocks_for_next(int) const override;
   void release_kv() override { cache_.release(); }
+  void share_prefix(std::span<const int32_t> tokens, bool ending) override {
+    cache_.share_prefix(tokens, cache_.size(), ending);
+  }
   int64_t root_position() const override { return cache_.size(); }
   int64_t context() const override { return context_; }
 
@@ -96,6 +107,7 @@ class PlainSequence : public BatchedSequence {
   int32_t token_ = 0;
   std::vector<int32_t> prompt_;  // while prefilling: the prompt, and how much of it the cache holds
   size_t prefilled_ = 0;
+  bool reuse_pending_ = false;  // the first prefill piece looks for the prompt in the prefix cache
 };
 
 // The draft tokens each sequence gets in a step. max_draft[i]: what sequence i would draft alone (0: it decodes

@@ -38,6 +38,11 @@ class Proposer {
   virtual void release_kv() {}
   // Blocks its cache would take from the pool to hold `tokens` more tokens.
   virtual int64_t kv_blocks_to_grow(int64_t) const { return 0; }
+  // Prefix caching (model/kv_pool.h), `tokens` being the sequence's tokens from position 0: after reset(), takes the
+  // cached state of at most `max_tokens` leading positions and returns how many it took (extend() goes on from
+  // there); share_prefix offers its state of the positions already extended.
+  virtual int64_t reuse_prefix(std::span<const int32_t>, int64_t) { return 0; }
+  virtual void share_prefix(std::span<const int32_t>, bool /*ending*/) {}
   // Tokens the target verified, at positions first_position + i, each with the target's aux states [aux width] of
   // the token before it (the verify forward's rows). The last one is the next round's root.
   virtual void extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) = 0;

@@ -50,9 +50,27 @@ void SpeculativeDecoder::start_prefill(std::span<const int32_t> prompt) {
   prompt_.assign(prompt.begin(), prompt.end());
   target_prefilled_ = proposer_prefilled_ = 0;
   drafter_prefill_seconds_ = 0;
+  cached_prompt_tokens_ = 0;
+  reuse_pending_ = true;
+}
+
+// The target's cached positions count as far as the drafter's reach: the drafter reads the target's aux states of
+// every position it has not cached, and those come from the target's forward alone.
+void SpeculativeDecoder::reuse_cached_prefix() {
+  const int64_t target = target_cache_.reuse_prefix(prompt_, static_cast<int64_t>(prompt_.size()) - 1);
+  if (target == 0) return;
+  const int64_t both = proposer_.reuse_prefix(prompt_, target);
+  if (both < target) target_cache_.truncate(both);
+  target_prefilled_ = proposer_prefilled_ = cached_prompt_tokens_ = both;
+}
+
+void SpeculativeDecoder::share_prefix(std::span<const int32_t> tokens, bool ending) {
+  target_cache_.share_prefix(tokens, target_cache_.size(), ending);
+  proposer_.share_prefix(tokens, ending);
 }
 
 bool SpeculativeDecoder::prefill_piece() {
+  if (std::exchange(reuse_pending_, false)) reuse_cached_prefix();  // at the first piece: see PlainSequence's
   const int64_t n = static_cast<int64_t>(prompt_.size()), W = target_.aux_width();
   if (target_prefilled_ < n) {
     const int64_t start = target_prefilled_, m = std::min<int64_t>(config_.prefill_batch, n - start);

@@ -66,6 +66,7 @@ class SpeculativeDecoder : public BatchedSequence {
   int max_draft_tokens() const override { return config_.round.draft.num_draft_tokens - 1; }
   int64_t kv_blocks_for_next(int draft_tokens) const override;
   void release_kv() override;
+  void share_prefix(std::span<const int32_t> tokens, bool ending) override;
   int64_t context() const override { return config_.context; }
 
   const SpecStats& stats() const { return stats_; }
@@ -84,6 +85,7 @@ class SpeculativeDecoder : public BatchedSequence {
   void extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position);
   double extend_pending();  // auto: the deferred pairs, before a round drafts; returns its seconds
   void record_round_time(double verified, double committed, double extended);
+  void reuse_cached_prefix();
   void inform_policy(std::span<const int32_t> kept, double verified, double committed);
   Transformer& target_;
   Proposer& proposer_;
@@ -103,7 +105,8 @@ class SpeculativeDecoder : public BatchedSequence {
   double drafter_prefill_seconds_ = 0;
   std::vector<int32_t> prompt_;  // while prefilling: the prompt (then the proposer's shifted tokens)
   int64_t target_prefilled_ = 0, proposer_prefilled_ = 0;
-  int64_t forward_rows_ = 0;  // the step's forward (observe_forward): rows of all its sequences, and its time
+  bool reuse_pending_ = false;  // the first prefill piece looks for the prompt in the prefix cache
+  int64_t forward_rows_ = 0;    // the step's forward (observe_forward): rows of all its sequences, and its time
   double forward_seconds_ = 0;
   Timer round_timer_;
   std::unique_ptr<RoundPolicy> policy_;  // auto; null: static

@@ -1,5 +1,7 @@
 // The paged KV cache: blocks taken from the pool as a sequence grows and given back when it ends, a full pool refused
 // by name, and a forward over blocks scattered among other caches' computing exactly what a cache of its own does.
+// The prefix cache: blocks found by exact keys only, kept while free and taken back least recently used first, and a
+// cache that starts from another's blocks computing exactly what a full prefill does, without writing into them.
 #include "model/kv_pool.h"
 
 #include <gtest/gtest.h>
@@ -115,6 +117,112 @@ TEST(KVPool, ForwardOverScatteredBlocksEqualsAPrivateCache) {
   EXPECT_EQ(a.blocks_held() + b.blocks_held(), 5);  // 3 + 2 blocks of 64, taken in turns
   EXPECT_EQ(got_first, want_first);
   EXPECT_EQ(got_second, want_second);
+}
+
+TEST(PrefixCache, FindsBlocksByTheirExactKeysOnly) {
+  KVPool pool(16, 4, /*prefix_cache=*/true);
+  std::vector<int32_t> key(17);
+  std::iota(key.begin(), key.end(), 100);
+  const int32_t block = pool.take();
+  const uint64_t serial = pool.offer(block, 1, key);
+  EXPECT_GE(serial, 16u);
+  EXPECT_EQ(pool.offer(block, 1, key), serial);  // offered again: the same
+  EXPECT_FALSE(pool.writable(block)) << "a cached block is read-only, even to the cache that wrote it";
+
+  const KVPool::Cached found = pool.hold_cached(1, key);
+  EXPECT_EQ(found.block, block);
+  EXPECT_EQ(found.serial, serial);
+  pool.give_back(found.block);
+  std::vector<int32_t> other = key;
+  other[16] = 7;  // the last token differs
+  EXPECT_EQ(pool.hold_cached(1, other).block, -1);
+  EXPECT_EQ(pool.hold_cached(2, key).block, -1) << "another root (the drafter's) is another key";
+  const KVPool::Cached part = pool.hold_longest(1, other);
+  EXPECT_EQ(part.block, block);
+  EXPECT_EQ(part.matched, 16);
+  pool.give_back(part.block);
+  other[0] = 7;
+  EXPECT_EQ(pool.hold_longest(1, other).block, -1) << "no token in common";
+
+  const int32_t twin = pool.take();  // the same key from another block: the first keeps its place
+  EXPECT_EQ(pool.offer(twin, 1, key), serial);
+  EXPECT_TRUE(pool.writable(twin));
+  EXPECT_EQ(pool.cached_blocks(), 1);
+}
+
+TEST(PrefixCache, CachedBlocksCountAsFreeAndAreTakenBackLeastRecentlyUsedFirst) {
+  auto pool = std::make_shared<KVPool>(16, 4, true);
+  std::vector<int32_t> tokens(40);
+  std::iota(tokens.begin(), tokens.end(), 1);
+  {
+    KVCache a(1, 1, 4, 4, 64, pool);
+    a.begin_batch(positions_from(0, 40));  // 3 blocks, 2 whole
+    a.commit_all();
+    a.share_prefix(tokens, a.size());
+    EXPECT_EQ(pool->cached_blocks(), 2);
+    EXPECT_EQ(pool->free_blocks(), 1);
+  }
+  EXPECT_EQ(pool->free_blocks(), 4) << "cached blocks no cache holds are free";
+  EXPECT_EQ(pool->cached_blocks(), 2);
+  {
+    KVCache b(1, 1, 4, 4, 64, pool);
+    b.begin_batch(positions_from(0, 48));  // 2 free blocks, then the cached ones: the second first (the last given)
+    EXPECT_EQ(pool->evicted_blocks(), 1);
+    EXPECT_EQ(pool->cached_blocks(), 1);
+    KVCache c(1, 1, 4, 4, 64, pool);
+    EXPECT_EQ(c.reuse_prefix(tokens, 39), 16) << "the first block is still cached";
+    EXPECT_EQ(pool->free_blocks(), 0);
+  }
+}
+
+// Sequence b starts with 40 of a's 70 tokens: it takes a's first two blocks of 16 and copies 8 entries of the third,
+// then computes the rest. Its logits equal a full prefill's, bit for bit; it writes into none of a's blocks, even
+// after truncating into them, so a goes on as if alone. A sequence that ends offers its last block, partly filled,
+// too.
+TEST(PrefixCache, AReusedPrefixComputesWhatAFullPrefillDoes) {
+  auto model = Transformer::load(test::tiny_model_dir("llama_fp32"));
+  const int64_t V = model->config().vocab_size;
+  std::vector<int32_t> a_ids(70), b_ids(55);
+  for (size_t i = 0; i < a_ids.size(); ++i) a_ids[i] = static_cast<int32_t>((i * 7 + 3) % static_cast<size_t>(V));
+  for (size_t i = 0; i < b_ids.size(); ++i)
+    b_ids[i] = i < 40 ? a_ids[i] : static_cast<int32_t>((i * 5 + 1) % static_cast<size_t>(V));
+  auto logits_after = [&](KVCache& cache, std::span<const int32_t> ids) {
+    model->forward(cache, {.tokens = ids});
+    cache.commit_all();
+    return std::vector<float>(model->logits_row(0), model->logits_row(0) + V);
+  };
+  auto alone = [&](std::span<const int32_t> ids) {
+    KVCache cache = model->make_cache(128, std::make_shared<KVPool>(16, 8));
+    return logits_after(cache, ids);
+  };
+
+  auto pool = std::make_shared<KVPool>(16, 16, true);
+  KVCache a = model->make_cache(128, pool);
+  logits_after(a, std::span(a_ids).first(60));
+  a.share_prefix(a_ids, a.size());
+
+  KVCache b = model->make_cache(128, pool);
+  ASSERT_EQ(b.reuse_prefix(b_ids, static_cast<int64_t>(b_ids.size()) - 1), 40);
+  EXPECT_EQ(b.size(), 40);
+  EXPECT_EQ(logits_after(b, std::span(b_ids).subspan(40)), alone(b_ids));
+  b.truncate(20);  // into a's second block: b takes a copy of its own before writing
+  std::vector<int32_t> b2(b_ids.begin(), b_ids.begin() + 20);
+  b2.insert(b2.end(), {5, 6, 7, 8});
+  EXPECT_EQ(logits_after(b, std::span(b2).subspan(20)), alone(b2));
+
+  EXPECT_EQ(logits_after(a, std::span(a_ids).subspan(60)), alone(a_ids)) << "a's blocks were written by b";
+
+  a.share_prefix(a_ids, a.size());
+  KVCache c = model->make_cache(128, pool);  // a's 70 tokens again: its 4 whole blocks, offered as it grew
+  EXPECT_EQ(c.reuse_prefix(a_ids, 69), 64);
+  EXPECT_EQ(c.blocks_held(), 4);
+  c.release();
+  a.share_prefix(a_ids, a.size(), /*ending=*/true);  // its last block, 6 entries, too
+  EXPECT_EQ(c.reuse_prefix(a_ids, 69), 69);
+  EXPECT_EQ(c.blocks_held(), 5);
+  std::vector<int32_t> more(a_ids.begin(), a_ids.begin() + 69);
+  more.insert(more.end(), {9, 8, 7});
+  EXPECT_EQ(logits_after(c, std::span(more).subspan(69)), alone(more));
 }
 
 }  // namespace

@@ -4,6 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <future>
 #include <thread>
@@ -424,6 +429,44 @@ TEST(ServerLoad, QueuedStreamIsCancelledWhenItsClientLeaves) {
   EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 1) << "the long request is still running";
   EXPECT_EQ(s.terminate(), 0) << s.log();
   EXPECT_EQ(running.get().status, 200);
+}
+
+// A request answered at its end (not streamed) whose client hangs up is cancelled within a step, running or queued:
+// before, it decoded all its 1900 tokens for nobody and counted as a success.
+TEST(ServerLoad, UnstreamedRequestIsCancelledWhenItsClientLeaves) {
+  ServerProcess s("-m " + pycode() + " -t 1 -c 2048 --max-queue 4 --max-batch 1");
+  json busy = long_request(1900);
+  busy["stream"] = false;
+  auto hang_up_after = [&s](const json& body, int ms) {
+    return std::async(std::launch::async, [&s, body, ms] {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(s.port()));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      const std::string request = raw_post("/v1/completions", body.dump());
+      const bool sent = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                        send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size());
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      close(fd);
+      return sent;
+    });
+  };
+  auto running = hang_up_after(busy, 1500);
+  std::string metrics = test::wait_for_metric(s, "eaglet:num_requests_running", [](double v) { return v == 1; });
+  ASSERT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 1) << metrics;
+  auto queued = hang_up_after(busy, 300);  // leaves while the first still runs: it never starts
+  ASSERT_TRUE(queued.get());
+  ASSERT_TRUE(running.get());
+  metrics = test::wait_for_metric(s, "eaglet:request_success_total{finished_reason=\"abort\"}",
+                                  [](double v) { return v == 2; });
+  EXPECT_EQ(test::metric(metrics, "eaglet:request_success_total{finished_reason=\"abort\"}"), 2) << metrics;
+  EXPECT_LT(test::metric(metrics, "eaglet:generation_tokens_total"), 1900) << metrics;
+  EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_running"), 0) << metrics;
+  EXPECT_EQ(test::metric(metrics, "eaglet:num_requests_waiting"), 0) << metrics;
+  const auto next = post_json(s, "/v1/completions", json{{"prompt", "x = 1"}, {"max_tokens", 4}}.dump());
+  EXPECT_EQ(next.status, 200) << next.body;
+  EXPECT_EQ(s.terminate(), 0) << s.log();
 }
 
 // Chunked prefill: a long prompt goes through one forward of -b tokens at a time, with a decode step of the running

@@ -106,6 +106,7 @@ struct PairCase {
   std::string target, drafter;
   bool accepts = false;  // the drafter is built to match the target (a random one may accept nothing in 30 tokens)
 };
+void PrintTo(const PairCase& c, std::ostream* os) { *os << c.target << " + " << c.drafter; }
 
 class BatchedDecoding : public ::testing::TestWithParam<PairCase> {};
 
@@ -162,7 +163,8 @@ TEST_P(BatchedDecoding, EverySequenceEmitsWhatItEmitsAlone) {
 
 INSTANTIATE_TEST_SUITE_P(Pairs, BatchedDecoding,
                          ::testing::Values(PairCase{"drafters/targets/nearecho_fp32", "exact_echo", true},
-                                           PairCase{"tiny/llama_fp32", "eagle_official"}));
+                                           PairCase{"tiny/llama_fp32", "eagle_official"}),
+                         [](const ::testing::TestParamInfo<PairCase>& p) { return p.param.drafter; });
 
 TEST(BatchDraftPolicy, RowBudgetLeavesDraftsSharedEvenlyAndCappedPerSequence) {
   const std::vector<int> max = {3, 0, 7, 7, 1};
