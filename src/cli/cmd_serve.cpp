@@ -25,6 +25,12 @@ Command add_serve(CLI::App& app) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted")
       ->check(CLI::Range(1024, 1 << 30));
+  cmd->add_option("--max-connections", o->max_connections,
+                  "Open connections at most (being read or answered); one more is answered 503 at once")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--read-timeout", o->read_timeout_s,
+                  "Seconds from a connection's accept to its whole request; a slower one is answered 408")
+      ->check(CLI::Range(0.1, 3600.0));
   add_context_args(*cmd, e.context, e.prefill_batch,
                    "Context per request in tokens (default: max_position_embeddings)");
   cmd->add_option("--chunked-prefill-size", e.prefill_batch,

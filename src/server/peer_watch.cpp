@@ -11,10 +11,12 @@
 
 namespace eaglet::server {
 
-namespace {
-
-// The numeric address and port of a socket's end (getsockname or getpeername); port -1 when not an IP socket.
-std::pair<std::string, int> address_of(const sockaddr_storage& a) {
+SocketEnd socket_endpoint(int fd, bool peer) {
+  sockaddr_storage a{};
+  socklen_t size = sizeof a;
+  if ((peer ? getpeername(fd, reinterpret_cast<sockaddr*>(&a), &size)
+            : getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size)) != 0)
+    return {};
   char text[INET6_ADDRSTRLEN] = {};
   if (a.ss_family == AF_INET) {
     const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
@@ -26,10 +28,8 @@ std::pair<std::string, int> address_of(const sockaddr_storage& a) {
     inet_ntop(AF_INET6, &v6.sin6_addr, text, sizeof text);
     return {text, ntohs(v6.sin6_port)};
   }
-  return {"", -1};
+  return {};
 }
-
-}  // namespace
 
 PeerWatch::PeerWatch(const std::string& remote_addr, int remote_port, int local_port)
     : remote_addr_(remote_addr), remote_port_(remote_port), local_port_(local_port) {
@@ -51,13 +51,8 @@ PeerWatch::PeerWatch(const std::string& remote_addr, int remote_port, int local_
 }
 
 bool PeerWatch::is_the_connection(int fd) const {
-  sockaddr_storage local{}, peer{};
-  socklen_t local_size = sizeof local, peer_size = sizeof peer;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
-      getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0)
-    return false;
-  const auto [peer_addr, peer_port] = address_of(peer);
-  return address_of(local).second == local_port_ && peer_port == remote_port_ && peer_addr == remote_addr_;
+  const SocketEnd peer = socket_endpoint(fd, true);
+  return peer.port == remote_port_ && peer.address == remote_addr_ && socket_endpoint(fd, false).port == local_port_;
 }
 
 bool PeerWatch::gone() const {

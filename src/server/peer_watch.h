@@ -7,6 +7,13 @@
 
 namespace eaglet::server {
 
+// One end of a connected socket: numeric address and port (port -1: not an IP socket).
+struct SocketEnd {
+  std::string address;
+  int port = -1;
+};
+SocketEnd socket_endpoint(int fd, bool peer);  // getpeername (peer) or getsockname
+
 class PeerWatch {
  public:
   PeerWatch(const std::string& remote_addr, int remote_port, int local_port);

@@ -1,12 +1,14 @@
 #include "server/server.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <csignal>
 #include <cstdio>
 #include <thread>
 
+#include "server/http_front.h"
 #include "server/routes.h"
 #include "util/error.h"
 #include "util/log.h"
@@ -38,12 +40,27 @@ void widen_backlog(socket_t listener) {
     log_info("eaglet serve: could not widen the listen queue; a burst of connections may see resets");
 }
 
+// Every connection is a file descriptor: the soft limit (often 1,024) is raised to the hard one.
+void raise_file_limit(size_t connections) {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < connections + 64)
+    log_note(strprintf("eaglet serve: %zu connections need more file descriptors than ulimit -n allows (%llu)",
+                       connections, static_cast<unsigned long long>(r.rlim_cur)));
+}
+
 }  // namespace
 
 std::string ServerOptions::describe() const {
-  return strprintf("%s:%d, max batch %d, row budget %d, chunked prefill %d, queue %zu, body <= %zu bytes, %s",
-                   host.c_str(), port, engine.max_batch, engine.batch_row_budget, engine.prefill_batch, max_queue,
-                   max_body_bytes, api_key.empty() ? "no API key" : "API key required");
+  return strprintf(
+      "%s:%d, max batch %d, row budget %d, chunked prefill %d, queue %zu, body <= %zu bytes, connections <= %zu, "
+      "read timeout %.0f s, %s",
+      host.c_str(), port, engine.max_batch, engine.batch_row_budget, engine.prefill_batch, max_queue, max_body_bytes,
+      max_connections, read_timeout_s, api_key.empty() ? "no API key" : "API key required");
 }
 
 int serve(const ServerOptions& o) {
@@ -67,10 +84,14 @@ int serve(const ServerOptions& o) {
   context.max_body_bytes = o.max_body_bytes;
   context.started = unix_now();
 
-  httplib::Server http;
-  // Enough HTTP threads for every running and queued request to wait on its own, plus room for /health and /metrics.
-  const size_t http_threads = o.max_queue + static_cast<size_t>(o.engine.max_batch) + 8;
-  http.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+  raise_file_limit(o.max_connections);
+  FrontLimits limits;
+  limits.max_connections = o.max_connections;
+  limits.read_timeout_s = o.read_timeout_s;
+  limits.max_body_bytes = o.max_body_bytes;
+  // Enough workers for every running and queued request to wait on its own, plus room for /health and /metrics.
+  limits.workers = o.max_queue + static_cast<size_t>(o.engine.max_batch) + 8;
+  HttpFront http(limits);
   // SO_REUSEADDR only: the library's default adds SO_REUSEPORT, which lets a second server take a port in use.
   socket_t listener = INVALID_SOCKET;
   http.set_socket_options([&listener](socket_t sock) {
@@ -78,10 +99,8 @@ int serve(const ServerOptions& o) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listener = sock;
   });
-  // One request per connection: the HTTP library reads pipelined requests into one buffer and answers only the
-  // first, and cannot close a connection whose body it refused to read (routes.cpp); closing after every answer
-  // makes both visible to the client instead of leaving it waiting.
-  http.set_keep_alive_max_count(1);
+  // One request per connection (the front closes it after the answer): pipelined requests after the first are not
+  // answered, and a body the routes refused unread is not left waiting; the client sees the connection close.
   add_routes(http, context);
   const int port = o.port == 0 ? http.bind_to_any_port(o.host) : (http.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port >= 0) widen_backlog(listener);
@@ -104,9 +123,9 @@ int serve(const ServerOptions& o) {
     context.stopping = true;
     scheduler.shutdown();
     wait_for_streams(context, std::chrono::seconds(10));
-    http.stop();
+    http.stop_front();
   });
-  const bool listened = http.listen_after_bind();
+  const bool listened = http.serve_forever();
   const bool by_signal = context.stopping;
   if (!by_signal) pthread_kill(stopper.native_handle(), SIGTERM);  // listening failed: end the stopper
   stopper.join();

@@ -16,6 +16,8 @@ struct ServerOptions {
   std::string served_model_name;  // default: the -m path as given
   size_t max_queue = 32;          // waiting requests beyond the running ones; more get 503
   size_t max_body_bytes = 1 << 22;
+  size_t max_connections = 2048;    // open connections; more get 503 at once (server/http_front.h)
+  double read_timeout_s = 30;       // from a connection's accept to its whole request; beyond: 408
   int threads = 0;                  // compute threads (0: all cores)
   std::function<void()> on_loaded;  // called once the models are loaded (the CLI prints its configuration)
   std::string describe() const;     // the effective server settings, one line
