@@ -130,8 +130,12 @@ struct HttpFront::Connection {
 };
 
 void HttpFront::refuse(int fd, int status, const char* reason) {
-  const std::string body = std::string(R"({"error": {"message": ")") + reason + R"(", "type": "unavailable_error", "param": null, "code": )" + std::to_string(status) + "}}";
-  const std::string answer = "HTTP/1.1 " + std::to_string(status) + " " + (status == 503 ? "Service Unavailable" : status == 408 ? "Request Timeout" : "Request Header Fields Too Large") +
+  const std::string body = std::string(R"({"error": {"message": ")") + reason +
+                           R"(", "type": "unavailable_error", "param": null, "code": )" + std::to_string(status) + "}}";
+  const std::string answer = "HTTP/1.1 " + std::to_string(status) + " " +
+                             (status == 503   ? "Service Unavailable"
+                              : status == 408 ? "Request Timeout"
+                                              : "Request Header Fields Too Large") +
                              "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
                              "\r\nConnection: close\r\n" + (status == 503 ? "Retry-After: 1\r\n" : "") + "\r\n" + body;
   (void)send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -160,7 +164,8 @@ bool HttpFront::serve_forever() {
   epoll_ctl(epoll_, EPOLL_CTL_ADD, wake_, &ev);
   workers_ = std::make_unique<httplib::ThreadPool>(limits_.workers);
   std::unordered_map<int, std::unique_ptr<Connection>> reading;
-  const auto timeout = std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(limits_.read_timeout_s));
+  const auto timeout =
+      std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(limits_.read_timeout_s));
   std::vector<epoll_event> events(256);
   auto next_expiry = SteadyClock::now();
   while (!stopping_) {

@@ -16,8 +16,8 @@
 namespace eaglet::server {
 
 struct FrontLimits {
-  size_t max_connections = 2048;  // open connections, being read or answered
-  double read_timeout_s = 30;     // from accept to the last byte of the request
+  size_t max_connections = 2048;    // open connections, being read or answered
+  double read_timeout_s = 30;       // from accept to the last byte of the request
   size_t max_body_bytes = 4 << 20;  // a longer body is not waited for: the routes refuse it
   size_t workers = 16;              // threads answering complete requests
 };
@@ -38,7 +38,7 @@ class HttpFront : public httplib::Server {
 
  private:
   struct Connection;
-  void answer(Connection& c);  // on a worker
+  void answer(Connection& c);                                  // on a worker
   static void refuse(int fd, int status, const char* reason);  // answers at once and closes
 
   const FrontLimits limits_;
