@@ -94,7 +94,11 @@ class FrontStream final : public httplib::Stream {
   const SocketEnd remote_, local_;
 };
 
+thread_local int answering_fd = -1;
+
 }  // namespace
+
+int HttpFront::answering_socket() { return answering_fd; }
 
 RequestReadiness request_readiness(const std::string& bytes, size_t max_body_bytes) {
   const size_t end = bytes.find("\r\n\r\n");
@@ -130,8 +134,9 @@ struct HttpFront::Connection {
 };
 
 void HttpFront::refuse(int fd, int status, const char* reason) {
-  const std::string body = std::string(R"({"error": {"message": ")") + reason +
-                           R"(", "type": "unavailable_error", "param": null, "code": )" + std::to_string(status) + "}}";
+  const std::string body = std::string(R"({"error": {"message": ")") + reason + R"(", "type": ")" +
+                           (status == 503 ? "unavailable_error" : "invalid_request_error") +
+                           R"(", "param": null, "code": )" + std::to_string(status) + "}}";
   const std::string answer = "HTTP/1.1 " + std::to_string(status) + " " +
                              (status == 503   ? "Service Unavailable"
                               : status == 408 ? "Request Timeout"
@@ -262,7 +267,9 @@ void HttpFront::answer(Connection& c) {
   {
     FrontStream stream(c.fd, std::move(c.bytes), c.remote, c.local);
     bool connection_closed = false;
+    answering_fd = c.fd;
     process_request(stream, /*close_connection=*/true, connection_closed, nullptr);
+    answering_fd = -1;
   }
   shutdown(c.fd, SHUT_RDWR);
   close(c.fd);

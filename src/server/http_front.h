@@ -35,6 +35,8 @@ class HttpFront : public httplib::Server {
   bool serve_forever();
   void stop_front();  // from any thread
   size_t open_connections() const { return open_; }
+  // The socket of the request this thread is answering (-1: none): a handler's way to watch its client.
+  static int answering_socket();
 
  private:
   struct Connection;

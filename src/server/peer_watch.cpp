@@ -1,13 +1,9 @@
 #include "server/peer_watch.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-
-#include <cstdlib>
 
 namespace eaglet::server {
 
@@ -31,28 +27,14 @@ SocketEnd socket_endpoint(int fd, bool peer) {
   return {};
 }
 
-PeerWatch::PeerWatch(const std::string& remote_addr, int remote_port, int local_port)
-    : remote_addr_(remote_addr), remote_port_(remote_port), local_port_(local_port) {
-  if (remote_port < 0 || local_port < 0) return;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return;
-  while (const dirent* e = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(e->d_name, &end, 10);
-    if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    struct stat st {};
-    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    if (is_the_connection(static_cast<int>(fd))) {
-      fd_ = static_cast<int>(fd);
-      break;
-    }
-  }
-  closedir(dir);
+PeerWatch::PeerWatch(int fd, const std::string& remote_addr, int remote_port)
+    : remote_addr_(remote_addr), remote_port_(remote_port) {
+  if (fd >= 0 && is_the_connection(fd)) fd_ = fd;
 }
 
 bool PeerWatch::is_the_connection(int fd) const {
   const SocketEnd peer = socket_endpoint(fd, true);
-  return peer.port == remote_port_ && peer.address == remote_addr_ && socket_endpoint(fd, false).port == local_port_;
+  return peer.port == remote_port_ && peer.address == remote_addr_;
 }
 
 bool PeerWatch::gone() const {

@@ -1,8 +1,8 @@
 #pragma once
 // Whether the client of a request that is answered at its end (not streamed) is still there, so that its job is
-// cancelled when it leaves instead of decoding to max_tokens. cpp-httplib 0.11 does not hand a handler its socket:
-// the socket is found once among this process's descriptors by its addresses (getsockname/getpeername), and checked
-// again each time before it is read, so that a descriptor reused by another connection is never taken for it.
+// cancelled when it leaves instead of decoding to max_tokens. The socket is the one the HTTP front answers on this
+// thread (http_front.h); its peer is checked against the request's address each time before it is read, so that a
+// descriptor reused by another connection is never taken for it.
 #include <string>
 
 namespace eaglet::server {
@@ -16,7 +16,8 @@ SocketEnd socket_endpoint(int fd, bool peer);  // getpeername (peer) or getsockn
 
 class PeerWatch {
  public:
-  PeerWatch(const std::string& remote_addr, int remote_port, int local_port);
+  // `fd`: the request's socket (-1: unknown), whose peer must be remote_addr:remote_port.
+  PeerWatch(int fd, const std::string& remote_addr, int remote_port);
   bool found() const { return fd_ >= 0; }
   // The client closed the connection (an end of stream with no request left unread), or its socket is gone. False
   // when the socket was not found: a request is never cancelled on a guess.
@@ -25,7 +26,7 @@ class PeerWatch {
  private:
   bool is_the_connection(int fd) const;
   std::string remote_addr_;
-  int remote_port_ = -1, local_port_ = -1;
+  int remote_port_ = -1;
   int fd_ = -1;
 };
 

@@ -1,6 +1,7 @@
 #include "server/routes.h"
 
 #include "server/api_error.h"
+#include "server/http_front.h"
 #include "server/page.h"
 #include "server/peer_watch.h"
 #include "server/request.h"
@@ -82,7 +83,7 @@ void generation(RouteContext& c, const Request& req, Response& res, Endpoint end
     return;
   }
   // A client that leaves before its answer cancels the job: it ends within one step, as "abort".
-  const PeerWatch client(req.remote_addr, req.remote_port, req.local_port);
+  const PeerWatch client(HttpFront::answering_socket(), req.remote_addr, req.remote_port);
   while (!job->finished_within(std::chrono::milliseconds(50)))
     if (!job->cancelled() && client.gone()) job->cancel();
   const Job::Update all = job->wait_finished();

@@ -72,6 +72,8 @@ int serve(const ServerOptions& o) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not the end of the server
   set_num_threads(o.threads);
+  if (!(o.read_timeout_s >= 0.1 && o.read_timeout_s <= 3600))  // NaN passes CLI11's range check
+    fail("--read-timeout ", o.read_timeout_s, ": expected seconds in [0.1, 3600]");
 
   Engine engine(o.engine);
   if (o.on_loaded) o.on_loaded();

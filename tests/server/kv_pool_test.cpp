@@ -67,6 +67,7 @@ TEST(PagedServer, ThePoolBoundsTheContextAndARequestBeyondItIsRefused) {
 TEST(PagedServer, ABadPoolSizeIsRefusedByName) {
   for (const auto& [flag, message] :
        {std::pair<std::string, std::string>{"--mem-fraction-static nan", "expected a fraction of memory in (0, 1]"},
+        {"--read-timeout nan", "--read-timeout nan: expected seconds in [0.1, 3600]"},
         {"--max-total-tokens 1099511627776", "lower --max-total-tokens"},
         {"--max-total-tokens 100", "at least 512 are needed"}}) {
     const auto r = test::run_command(test::eaglet_bin() + " serve -m " + test::pycode_dir() + " --port 0 " + flag);
