@@ -1,17 +1,10 @@
 # Prefix cache figures (docs/serving.md): a 20-turn chat's TTFT per turn, and 16 clients sharing a system prompt.
 # Usage: python3 scripts/bench_prefix_cache.py BINARY MODEL LABEL [serve flags...]
 import json, re, signal, subprocess, sys, threading, time, urllib.request
+import served
 binary, model, label = sys.argv[1], sys.argv[2], sys.argv[3]
 extra = sys.argv[4:]
-p = subprocess.Popen([binary, "serve", "-m", model, "-c", "4096", "--max-batch", "16", "--port", "0", "-t", "2"] + extra,
-                     stderr=subprocess.PIPE, text=True)
-port = None
-for line in p.stderr:
-    if "KV pool" in line: print(line.strip()[:400])
-    m = re.search(r"listening on http://[\d.]+:(\d+)", line)
-    if m: port = int(m.group(1)); break
-threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
-url = f"http://127.0.0.1:{port}"
+p, url = served.start(binary, ["-m", model, "-c", "4096", "--max-batch", "16", "-t", "2"] + extra, ("KV pool",))
 
 def stream(prompt, max_tokens):
     body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True, "stream": True,

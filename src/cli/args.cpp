@@ -15,10 +15,24 @@ void add_model_args(CLI::App& cmd, std::string& dir, LoadOptions& load, const st
   cmd.add_option(names, dir, "Hugging Face model folder (config.json, tokenizer.json, *.safetensors)")->required();
   cmd.add_flag("--allow-unused-tensors", load.allow_unused_tensors,
                "Load even if the checkpoint holds tensors the model does not use (each listed)");
+  cmd.add_option_function<std::string>(
+         "--kv-cache-dtype",
+         [&load](const std::string& name) {
+           if (name == "auto")
+             load.kv_dtype.reset();
+           else if (name == "bf16" || name == "bfloat16")
+             load.kv_dtype = DType::BF16;
+           else if (name == "fp32" || name == "float32")
+             load.kv_dtype = DType::F32;
+         },
+         "Element type of the KV cache (target and drafter): auto (bf16 for a bf16 model, else fp32), bf16 or fp32")
+      ->check(CLI::IsMember({"auto", "bf16", "bfloat16", "fp32", "float32"}));
 }
 
 std::string describe_model(const std::string& dir, const LoadOptions& load) {
-  return dir + (load.allow_unused_tensors ? " (unused tensors allowed)" : "");
+  std::string s = dir + (load.allow_unused_tensors ? " (unused tensors allowed)" : "");
+  if (load.kv_dtype) s += std::string(", KV cache ") + kv_dtype_name(*load.kv_dtype);
+  return s;
 }
 
 std::string describe_threads() { return std::to_string(thread_pool().size()) + " threads"; }

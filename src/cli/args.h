@@ -13,7 +13,8 @@
 
 namespace eaglet::cli {
 
-// -m DIR (required) and --allow-unused-tensors: a model folder and how its checkpoint is read.
+// -m DIR (required), --allow-unused-tensors and --kv-cache-dtype: a model folder, how its checkpoint is read and
+// what its KV caches hold.
 void add_model_args(CLI::App& cmd, std::string& dir, LoadOptions& load, const std::string& names = "-m,--model");
 std::string describe_model(const std::string& dir, const LoadOptions& load);
 

@@ -100,6 +100,7 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
   if (ScreenedArgmax::available(d->lm_head_))
     d->head_screen_ = std::make_unique<ScreenedArgmax>(d->lm_head_, thread_pool());
   d->inv_freq_ = c.rope.inv_freq(c.head_dim);
+  d->kv_dtype_ = target.kv_dtype();
   return d;
 }
 
@@ -245,7 +246,7 @@ std::string Eagle3Drafter::describe() const {
 
 KVCache Eagle3Drafter::make_cache(int64_t capacity, std::shared_ptr<KVPool> pool) const {
   return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity,
-                 std::move(pool));
+                 std::move(pool), kv_dtype_);
 }
 
 // x[M, hidden] = fc(aux), the aux rows normed first where the layout says so.

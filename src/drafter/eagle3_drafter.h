@@ -76,6 +76,8 @@ class Eagle3Drafter {
   const Checkpoint& checkpoint() const { return checkpoint_; }
   const std::string& layer0_prefix() const { return layer0_prefix_; }                  // "midlayer." or "layers.0."
   KVCache make_cache(int64_t capacity, std::shared_ptr<KVPool> pool = nullptr) const;  // null: a private pool
+  DType kv_dtype() const { return kv_dtype_; }                                         // the target's at load
+  void set_kv_dtype(DType dtype) { kv_dtype_ = dtype; }
 
   // Hidden input of a forward: the target's aux states [M, aux_width] (first pass), or the drafter's own
   // h_next rows [M, hidden] (later steps).
@@ -123,6 +125,7 @@ class Eagle3Drafter {
 
   std::unique_ptr<ScreenedArgmax> head_screen_;  // Head::Best's screen of lm_head, where it pays
   bool screen_on_ = true;
+  DType kv_dtype_ = DType::F32;
 
   int64_t logits_rows_ = 0;
   std::vector<float> x_, xn_, embeddings_, aux_normed_, logits_, h_next_;

@@ -45,7 +45,7 @@ bool outside_window(const AttentionHeads& h, const KVLayerView& kv, int64_t quer
 KVLayerView KVLayerView::contiguous(const float* keys_t, const float* values_t, int64_t key_dim, int64_t value_dim,
                                     int64_t capacity, int64_t committed, const int64_t* positions) {
   static constexpr int32_t kFirstBlock = 0;
-  return {keys_t, values_t, &kFirstBlock, 0, capacity, key_dim, value_dim, committed, positions};
+  return {keys_t, values_t, &kFirstBlock, 0, capacity, key_dim, value_dim, committed, positions, DType::F32};
 }
 
 void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& h, const KVLayerView& kv,
@@ -74,8 +74,14 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
         for (int64_t g = 0; g < group; ++g)
           std::memcpy(q + (m * group + g) * Dk, q_all + (m * Hq + kvh * group + g) * Dk,
                       static_cast<size_t>(Dk) * sizeof(float));
-      for (int64_t b = 0; b * B < total; ++b)
-        gemm_nn_serial(scores + b * B, q, rows, kv.key_block(b, kvh), Dk, std::min(B, total - b * B), B, total);
+      for (int64_t b = 0; b * B < total; ++b) {
+        const void* keys = kv.key_block(b, kvh);
+        const int64_t n = std::min(B, total - b * B);
+        if (kv.dtype == DType::BF16)
+          gemm_nn_serial(scores + b * B, q, rows, static_cast<const uint16_t*>(keys), Dk, n, B, total);
+        else
+          gemm_nn_serial(scores + b * B, q, rows, static_cast<const float*>(keys), Dk, n, B, total);
+      }
       for (int64_t m = 0; m < M; ++m) {
         int64_t contiguous = 0;
         const int64_t L = visible_slots(kv, M, m, mask, slots, &contiguous);
@@ -97,7 +103,7 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
         for (int64_t b = 0; b * B < A; ++b) {
           const int64_t n = std::min(B, A - b * B);
           matmul_serial_strided(b == 0 ? out1 : out3, prob + b * B, L, group,
-                                {kv.value_block(b, kvh), DType::F32, Dv, n, B});
+                                {kv.value_block(b, kvh), kv.dtype, Dv, n, B});
           if (b > 0)
             for (int64_t i = 0; i < group * Dv; ++i) out1[i] += out3[i];
         }

@@ -9,9 +9,12 @@
 // last kAttentionTail..kAttentionTail+15 entries) from a gathered copy. A tree node and the same token decoded alone
 // after its path was committed thus compute exactly the same sums: tree verification gives bit-identical logits to
 // plain decoding.
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "kernels/dtype.h"
 
 namespace eaglet {
 
@@ -22,31 +25,42 @@ constexpr int64_t kAttentionTail = 80;  // > the deepest draft tree (num_steps <
 // One layer of a KV cache, as attention reads it: blocks of `block_tokens` slots (a paged cache; a contiguous one is
 // a single block as wide as its capacity). Logical slot i lives in physical block blocks[i / block_tokens], column
 // i % block_tokens. Per block and KV head, keys [key_dim, block_tokens] and values [value_dim, block_tokens] are
-// stored transposed (scores = Q·Kᵀ vectorise along the block).
+// stored transposed (scores = Q·Kᵀ vectorise along the block), as fp32 or bf16 (widened as they are read; queries,
+// probabilities and sums stay fp32).
 struct KVLayerView {
-  const float* keys = nullptr;    // block p's keys of KV head h at keys + p * block_stride + h * key_dim * block_tokens
-  const float* values = nullptr;  // block p's values of KV head h at values + p * block_stride + h * value_dim * ...
+  const void* keys = nullptr;    // block p's keys of KV head h at keys + p * block_stride + h * key_dim * block_tokens
+  const void* values = nullptr;  // block p's values of KV head h at values + p * block_stride + h * value_dim * ...
   const int32_t* blocks = nullptr;  // physical block of each logical block
-  int64_t block_stride = 0;         // floats from one physical block to the next
+  int64_t block_stride = 0;         // elements from one physical block to the next
   int64_t block_tokens = 0;
   int64_t key_dim = 0, value_dim = 0;
   int64_t committed = 0;               // entries before the batch; the batch's own are at committed + i
   const int64_t* positions = nullptr;  // position of each slot (for sliding windows)
+  DType dtype = DType::F32;            // of keys and values: F32 or BF16
 
-  // One array per KV head, keys [key_dim, capacity] and values [value_dim, capacity].
+  // One fp32 array per KV head, keys [key_dim, capacity] and values [value_dim, capacity].
   static KVLayerView contiguous(const float* keys_t, const float* values_t, int64_t key_dim, int64_t value_dim,
                                 int64_t capacity, int64_t committed, const int64_t* positions);
-  const float* key_block(int64_t logical, int64_t head) const {
-    return keys + blocks[logical] * block_stride + head * key_dim * block_tokens;
+  const void* key_block(int64_t logical, int64_t head) const {
+    return at(keys, blocks[logical] * block_stride + head * key_dim * block_tokens);
   }
-  const float* value_block(int64_t logical, int64_t head) const {
-    return values + blocks[logical] * block_stride + head * value_dim * block_tokens;
+  const void* value_block(int64_t logical, int64_t head) const {
+    return at(values, blocks[logical] * block_stride + head * value_dim * block_tokens);
   }
   float key(int64_t head, int64_t d, int64_t slot) const {
-    return key_block(slot / block_tokens, head)[d * block_tokens + slot % block_tokens];
+    return element(key_block(slot / block_tokens, head), d * block_tokens + slot % block_tokens);
   }
   float value(int64_t head, int64_t d, int64_t slot) const {
-    return value_block(slot / block_tokens, head)[d * block_tokens + slot % block_tokens];
+    return element(value_block(slot / block_tokens, head), d * block_tokens + slot % block_tokens);
+  }
+
+ private:
+  const void* at(const void* base, int64_t element_index) const {
+    return static_cast<const std::byte*>(base) + element_index * (dtype == DType::BF16 ? 2 : 4);
+  }
+  float element(const void* base, int64_t i) const {
+    return dtype == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(base)[i])
+                                : static_cast<const float*>(base)[i];
   }
 };
 

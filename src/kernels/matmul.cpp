@@ -74,8 +74,6 @@ RowsFn rows_function(const WeightMatrix& w) {
 }  // namespace
 
 void matmul_serial_strided(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w) {
-  if (w.dtype == DType::BF16 && active_isa() == Isa::Avx512Bf16)
-    fail("matmul_serial: bf16 weights go through matmul()");  // not needed by any caller yet
   rows_function(w)(y, x, ldx, M, w, 0, w.rows);
 }
 
@@ -87,26 +85,51 @@ void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w) {
   matmul_serial_strided(y, x, w.cols, M, w);
 }
 
-void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb,
-                       int64_t ldy) {
+namespace {
+float widen(float v) { return v; }
+float widen(uint16_t v) { return bf16_to_f32(v); }
+
+template <class T>
+void gemm_nn_loops(float* y, const float* x, int64_t M, const T* b, int64_t K, int64_t N, int64_t ldb, int64_t ldy) {
   if (ldy == 0) ldy = N;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
       float s = 0.0f;
-      for (int64_t k = 0; k < K; ++k) s += x[m * K + k] * b[k * ldb + n];
+      for (int64_t k = 0; k < K; ++k) s += x[m * K + k] * widen(b[k * ldb + n]);
       y[m * ldy + n] = s;
     }
 }
 
-void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb,
-                    int64_t ldy) {
+template <class T>
+void gemm_nn_dispatch(float* y, const float* x, int64_t M, const T* b, int64_t K, int64_t N, int64_t ldb, int64_t ldy) {
   if (ldy == 0) ldy = N;
   switch (active_isa()) {
     case Isa::Avx512Bf16:
     case Isa::Avx512: detail::gemm_nn_avx512(y, x, M, b, K, N, ldb, ldy); return;
     case Isa::Avx2: detail::gemm_nn_avx2(y, x, M, b, K, N, ldb, ldy); return;
-    case Isa::Scalar: gemm_nn_reference(y, x, M, b, K, N, ldb, ldy); return;
+    case Isa::Scalar: gemm_nn_loops(y, x, M, b, K, N, ldb, ldy); return;
   }
+}
+}  // namespace
+
+void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb,
+                       int64_t ldy) {
+  gemm_nn_loops(y, x, M, b, K, N, ldb, ldy);
+}
+
+void gemm_nn_reference(float* y, const float* x, int64_t M, const uint16_t* b, int64_t K, int64_t N, int64_t ldb,
+                       int64_t ldy) {
+  gemm_nn_loops(y, x, M, b, K, N, ldb, ldy);
+}
+
+void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb,
+                    int64_t ldy) {
+  gemm_nn_dispatch(y, x, M, b, K, N, ldb, ldy);
+}
+
+void gemm_nn_serial(float* y, const float* x, int64_t M, const uint16_t* b, int64_t K, int64_t N, int64_t ldb,
+                    int64_t ldy) {
+  gemm_nn_dispatch(y, x, M, b, K, N, ldb, ldy);
 }
 
 namespace {

@@ -65,7 +65,7 @@ int64_t matmul_item_rows(const WeightMatrix& w);
 bool matmul_rounds_activations_to_bf16(const WeightMatrix& w);
 
 // The same on the calling thread only (for callers that parallelise around it, e.g. attention over heads); x rows
-// may be `ldx` elements apart.
+// may be `ldx` elements apart. Activations stay fp32 on every path (bf16 weights too: attention's values).
 void matmul_serial(float* y, const float* x, int64_t M, const WeightMatrix& w);
 void matmul_serial_strided(float* y, const float* x, int64_t ldx, int64_t M, const WeightMatrix& w);
 
@@ -73,12 +73,16 @@ void matmul_serial_strided(float* y, const float* x, int64_t ldx, int64_t M, con
 // router: a bf16 rounding of its input could change which experts are chosen). On the calling thread.
 void matmul_fp32_activations(float* y, const float* x, int64_t M, const WeightMatrix& w);
 
-// y[M, N] = x[M, K] · B[K, N], fp32, B row-major with row stride ldb, y rows ldy apart (0: N), on the calling thread
-// (attention scores against keys stored transposed, a block of the cache at a time). An element's sum does not
-// depend on N or on its column.
+// y[M, N] = x[M, K] · B[K, N], B row-major with row stride ldb, y rows ldy apart (0: N), on the calling thread
+// (attention scores against keys stored transposed, a block of the cache at a time). B is fp32, or bf16 (as uint16_t
+// bits) widened in registers; x and the sums stay fp32. An element's sum does not depend on N or on its column.
 void gemm_nn_serial(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb,
                     int64_t ldy = 0);
+void gemm_nn_serial(float* y, const float* x, int64_t M, const uint16_t* b, int64_t K, int64_t N, int64_t ldb,
+                    int64_t ldy = 0);
 void gemm_nn_reference(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb,
+                       int64_t ldy = 0);
+void gemm_nn_reference(float* y, const float* x, int64_t M, const uint16_t* b, int64_t K, int64_t N, int64_t ldb,
                        int64_t ldy = 0);
 
 // Plain C++ loops, the reference the vector kernels are tested against (quantized formats: dequantize_row and fp32).
@@ -104,9 +108,13 @@ void matmul_rows_avx512bf16_panels(float* y, const uint16_t* xb, int64_t kp, int
 void matmul_rows_avx512bf16_fp8(float* y, const uint16_t* xb, int64_t kp, int64_t M, const WeightMatrix& w, int64_t n0,
                                 int64_t n1);
 void convert_to_bf16_padded(uint16_t* out, const float* x, int64_t M, int64_t K, int64_t kp);
+void gemm_nn_avx512(float* y, const float* x, int64_t M, const uint16_t* b, int64_t K, int64_t N, int64_t ldb,
+                    int64_t ldy);
 void gemm_nn_avx512(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb,
                     int64_t ldy);
 void gemm_nn_avx2(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb, int64_t ldy);
+void gemm_nn_avx2(float* y, const float* x, int64_t M, const uint16_t* b, int64_t K, int64_t N, int64_t ldb,
+                  int64_t ldy);
 }  // namespace detail
 
 }  // namespace eaglet

@@ -47,4 +47,9 @@ void gemm_nn_avx2(float* y, const float* x, int64_t M, const float* b, int64_t K
   gemm_nn_simd<Avx2>(y, x, M, b, K, N, ldb, ldy);
 }
 
+void gemm_nn_avx2(float* y, const float* x, int64_t M, const uint16_t* b, int64_t K, int64_t N, int64_t ldb,
+                  int64_t ldy) {
+  gemm_nn_simd<Avx2>(y, x, M, b, K, N, ldb, ldy);
+}
+
 }  // namespace eaglet::detail

@@ -122,17 +122,33 @@ void matmul_rows_simd(float* y, const float* x, int64_t ldx, int64_t M, const We
   }
 }
 
-// y[M, N] = x[M, K] · B[K, N] (B row-major with row stride ldb): vectorised along N with broadcasts of x, so no
-// horizontal sums (attention scores against keys stored transposed). Tiles of 4 rows x 4 vectors.
-template <class S, int MR, int NV>
-void gemm_nn_tile(float* y, const float* x, int64_t K, int64_t ldy, const float* b, int64_t ldb, int64_t m, int64_t n) {
+// y[M, N] = x[M, K] · B[K, N] (B row-major with row stride ldb, fp32 or bf16 widened in registers): vectorised along
+// N with broadcasts of x, so no horizontal sums (attention scores against keys stored transposed). Tiles of 4 rows x
+// 4 vectors.
+template <class S>
+inline typename S::V load_b(const float* p) {
+  return S::loadu(p);
+}
+template <class S>
+inline typename S::V load_b(const uint16_t* p) {
+  return S::load_bf16(p);
+}
+template <class S, class T>
+inline typename S::V partial_b(const T* p, int64_t n) {
+  alignas(64) T buf[16] = {};
+  std::memcpy(buf, p, static_cast<size_t>(n) * sizeof(T));
+  return load_b<S>(static_cast<const T*>(buf));
+}
+
+template <class S, int MR, int NV, class T>
+void gemm_nn_tile(float* y, const float* x, int64_t K, int64_t ldy, const T* b, int64_t ldb, int64_t m, int64_t n) {
   using V = typename S::V;
   V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NV; ++j) acc[i][j] = S::zero();
   for (int64_t k = 0; k < K; ++k) {
     V bv[NV];
-    for (int j = 0; j < NV; ++j) bv[j] = S::loadu(b + k * ldb + n + j * S::kLanes);
+    for (int j = 0; j < NV; ++j) bv[j] = load_b<S>(b + k * ldb + n + j * S::kLanes);
     for (int i = 0; i < MR; ++i) {
       const V xv = S::set1(x[(m + i) * K + k]);
       for (int j = 0; j < NV; ++j) acc[i][j] = S::fma(xv, bv[j], acc[i][j]);
@@ -142,8 +158,8 @@ void gemm_nn_tile(float* y, const float* x, int64_t K, int64_t ldy, const float*
     for (int j = 0; j < NV; ++j) S::storeu(y + (m + i) * ldy + n + j * S::kLanes, acc[i][j]);
 }
 
-template <class S, int MR>
-void gemm_nn_rows(float* y, const float* x, int64_t K, int64_t N, int64_t ldy, const float* b, int64_t ldb, int64_t m) {
+template <class S, int MR, class T>
+void gemm_nn_rows(float* y, const float* x, int64_t K, int64_t N, int64_t ldy, const T* b, int64_t ldb, int64_t m) {
   constexpr int64_t L = S::kLanes;
   int64_t n = 0;
   for (; n + 4 * L <= N; n += 4 * L) gemm_nn_tile<S, MR, 4>(y, x, K, ldy, b, ldb, m, n);
@@ -154,7 +170,7 @@ void gemm_nn_rows(float* y, const float* x, int64_t K, int64_t N, int64_t ldy, c
     V acc[MR];
     for (int i = 0; i < MR; ++i) acc[i] = S::zero();
     for (int64_t k = 0; k < K; ++k) {
-      const V bv = partial_f32<S>(b + k * ldb + n, rest);
+      const V bv = partial_b<S>(b + k * ldb + n, rest);
       for (int i = 0; i < MR; ++i) acc[i] = S::fma(S::set1(x[(m + i) * K + k]), bv, acc[i]);
     }
     for (int i = 0; i < MR; ++i) {
@@ -165,8 +181,8 @@ void gemm_nn_rows(float* y, const float* x, int64_t K, int64_t N, int64_t ldy, c
   }
 }
 
-template <class S>
-void gemm_nn_simd(float* y, const float* x, int64_t M, const float* b, int64_t K, int64_t N, int64_t ldb, int64_t ldy) {
+template <class S, class T>
+void gemm_nn_simd(float* y, const float* x, int64_t M, const T* b, int64_t K, int64_t N, int64_t ldb, int64_t ldy) {
   int64_t m = 0;
   for (; m + 4 <= M; m += 4) gemm_nn_rows<S, 4>(y, x, K, N, ldy, b, ldb, m);
   for (; m < M; ++m) gemm_nn_rows<S, 1>(y, x, K, N, ldy, b, ldb, m);

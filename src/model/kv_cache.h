@@ -1,8 +1,8 @@
 #pragma once
-// Keys (after RoPE) and values of every layer, fp32, in blocks of a KVPool (model/kv_pool.h) that the cache takes as
-// its tokens grow and gives back when it is dropped: a server's sequences share one pool; a cache made on its own has
-// a private pool sized to its capacity, whose memory is paid for as it fills (util/lazy_array.h). A forward writes
-// its M new tokens into the slots after the committed ones; they stay pending until the caller keeps all of them
+// Keys (after RoPE) and values of every layer, fp32 or bf16, in blocks of a KVPool (model/kv_pool.h) that the cache
+// takes as its tokens grow and gives back when it is dropped: a server's sequences share one pool; a cache made on its
+// own has a private pool sized to its capacity, whose memory is paid for as it fills (util/lazy_array.h). A forward
+// writes its M new tokens into the slots after the committed ones; they stay pending until the caller keeps all of them
 // (prefill, decode), a chosen path of them (tree verification), or none.
 // Layout, per block, layer and KV head: keys [key_dim, block_tokens] and values [value_dim, block_tokens], both
 // transposed (see kernels/attention.h). Keys and values may differ in width. A latent cache (MLA) holds one entry per
@@ -18,15 +18,19 @@
 
 namespace eaglet {
 
+// A KV element type as --kv-cache-dtype names it: "bf16" or "fp32".
+const char* kv_dtype_name(DType dtype);
+
 class KVCache {
  public:
   KVCache() = default;
-  // `pool` null: a private pool that holds `capacity` tokens.
+  // `pool` null: a private pool that holds `capacity` tokens. `dtype`: F32, or BF16 (entries rounded to nearest even
+  // as they are written, as a bf16 model's cache holds them).
   KVCache(int64_t num_layers, int64_t num_kv_heads, int64_t key_dim, int64_t value_dim, int64_t capacity,
-          std::shared_ptr<KVPool> pool = nullptr);
+          std::shared_ptr<KVPool> pool = nullptr, DType dtype = DType::F32);
   // MLA: per token and layer [latent (normalised c_kv), rotated shared rope key]; the value is the latent.
   static KVCache latent(int64_t num_layers, int64_t latent_dim, int64_t rope_dim, int64_t capacity,
-                        std::shared_ptr<KVPool> pool = nullptr);
+                        std::shared_ptr<KVPool> pool = nullptr, DType dtype = DType::F32);
   ~KVCache() { release(); }
   KVCache(KVCache&& other) noexcept;
   KVCache& operator=(KVCache&& other) noexcept;
@@ -37,8 +41,9 @@ class KVCache {
   int64_t size() const { return size_; }        // committed tokens
   int64_t pending() const { return pending_; }  // tokens written by the last forward, not committed
   int64_t capacity() const { return capacity_; }
-  // Floats one token takes in a block (all layers' keys and values).
-  int64_t token_floats() const { return layers_ * kv_heads_ * (key_dim_ + (values_in_keys_ ? 0 : value_dim_)); }
+  DType dtype() const { return dtype_; }
+  // Bytes one token takes in a block (all layers' keys and values).
+  int64_t token_bytes() const { return token_elements() * element_bytes_; }
   int64_t blocks_held() const { return static_cast<int64_t>(blocks_.size()); }
   // Blocks it would take from the pool to hold `tokens` more tokens after the committed ones.
   int64_t blocks_to_grow(int64_t tokens) const;
@@ -73,8 +78,12 @@ class KVCache {
   void share_prefix(std::span<const int32_t> tokens, int64_t stable, bool ending = false);
 
  private:
-  float* key_at(int64_t layer, int64_t kv_head, int64_t slot) const;    // dimension 0; dimension d is d * B further
-  float* value_at(int64_t layer, int64_t kv_head, int64_t slot) const;  // likewise
+  int64_t token_elements() const { return layers_ * kv_heads_ * (key_dim_ + (values_in_keys_ ? 0 : value_dim_)); }
+  // Element index in the arena of dimension 0 of a slot's key (value); dimension d is d * B elements further.
+  int64_t key_at(int64_t layer, int64_t kv_head, int64_t slot) const;
+  int64_t value_at(int64_t layer, int64_t kv_head, int64_t slot) const;
+  void store(int64_t index, float v) const;
+  void copy_element(int64_t from, int64_t to) const;
   void move_slot(int64_t from, int64_t to);
   int32_t take_block();  // from the pool, or an error naming --max-total-tokens
   void copy_block(int32_t from, int32_t to) const;
@@ -85,7 +94,9 @@ class KVCache {
   bool values_in_keys_ = false;  // latent cache: no value arrays
   bool private_pool_ = false;
   std::shared_ptr<KVPool> pool_;
-  float* arena_ = nullptr;  // the pool's memory for caches of this token width
+  DType dtype_ = DType::F32;
+  int64_t element_bytes_ = 4;
+  std::byte* arena_ = nullptr;  // the pool's memory for caches of this token width
   int64_t block_tokens_ = 0;
   std::vector<int32_t> blocks_;  // the pool's block of each logical block
   std::vector<int64_t> positions_;

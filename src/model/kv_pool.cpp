@@ -27,22 +27,22 @@ int64_t KVPool::peak_used_blocks() const {
   return peak_used_;
 }
 
-float* KVPool::arena(int64_t token_floats) {
+std::byte* KVPool::arena(int64_t token_bytes) {
   std::lock_guard lock(mutex_);
-  for (auto& [floats, memory] : arenas_)
-    if (floats == token_floats) return memory.data();
-  const double bytes = 4.0 * static_cast<double>(token_floats) * static_cast<double>(block_tokens_ * num_blocks_);
-  if (token_floats < 1 || bytes > 1e13)
+  for (auto& [width, memory] : arenas_)
+    if (width == token_bytes) return static_cast<std::byte*>(memory.data());
+  const double bytes = static_cast<double>(token_bytes) * static_cast<double>(block_tokens_ * num_blocks_);
+  if (token_bytes < 1 || bytes > 1e13)
     fail("a KV pool of ", num_blocks_ * block_tokens_, " tokens would reserve ", bytes / 1e9,
          " GB: lower --max-total-tokens or the context (-c)");
-  arenas_.emplace_back(token_floats, LazyArray<float>(static_cast<size_t>(token_floats * block_tokens_ * num_blocks_)));
-  return arenas_.back().second.data();
+  arenas_.emplace_back(token_bytes, LazyBytes(static_cast<size_t>(token_bytes * block_tokens_ * num_blocks_)));
+  return static_cast<std::byte*>(arenas_.back().second.data());
 }
 
 int64_t KVPool::reserved_bytes() const {
   std::lock_guard lock(mutex_);
   int64_t bytes = 0;
-  for (const auto& [floats, memory] : arenas_) bytes += static_cast<int64_t>(memory.size() * sizeof(float));
+  for (const auto& [width, memory] : arenas_) bytes += static_cast<int64_t>(memory.size());
   return bytes;
 }
 

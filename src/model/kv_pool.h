@@ -9,6 +9,7 @@
 // prefix caching). A cached block outlives the caches that held it: it counts as free, and is taken back, least
 // recently used first, when no block is free. A block's key is the serial of the cached block before it (a root for
 // the first) and its tokens, compared exactly: a hash finds candidates, never decides.
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <mutex>
@@ -35,9 +36,9 @@ class KVPool {
   int64_t peak_used_blocks() const;
   int64_t blocks_for(int64_t tokens) const { return (tokens + block_tokens_ - 1) / block_tokens_; }
 
-  // The arena of caches whose tokens take `token_floats` floats each (made on first use): block b's memory starts
-  // at arena + b * block_tokens * token_floats. Its address never changes.
-  float* arena(int64_t token_floats);
+  // The arena of caches whose tokens take `token_bytes` bytes each (made on first use): block b's memory starts
+  // at arena + b * block_tokens * token_bytes. Its address never changes.
+  std::byte* arena(int64_t token_bytes);
   int64_t reserved_bytes() const;  // all arenas' address space
 
   int32_t take();                      // a block held once; -1 when none is free
@@ -77,12 +78,12 @@ class KVPool {
   std::vector<int32_t> free_;     // a stack: the last block given back is taken first
   std::vector<int32_t> holders_;  // per block
   int64_t peak_used_ = 0;
-  std::vector<std::pair<int64_t, LazyArray<float>>> arenas_;  // (token floats, memory)
-  std::vector<Entry> entries_;                                // per block
-  std::unordered_map<uint64_t, int32_t> by_key_;              // key hash -> cached block
-  std::unordered_multimap<uint64_t, int32_t> children_;       // parent serial -> cached blocks
-  std::list<int32_t> idle_;                                   // cached, held by none; least recently used first
-  uint64_t next_serial_ = 16;                                 // below: the roots of the caches' kinds
+  std::vector<std::pair<int64_t, LazyBytes>> arenas_;    // (token bytes, memory)
+  std::vector<Entry> entries_;                           // per block
+  std::unordered_map<uint64_t, int32_t> by_key_;         // key hash -> cached block
+  std::unordered_multimap<uint64_t, int32_t> children_;  // parent serial -> cached blocks
+  std::list<int32_t> idle_;                              // cached, held by none; least recently used first
+  uint64_t next_serial_ = 16;                            // below: the roots of the caches' kinds
   int64_t evicted_ = 0;
 };
 

@@ -28,7 +28,14 @@ std::unique_ptr<Transformer> Transformer::load(const std::string& model_dir, con
   for (BlockWeights& b : t->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));
   t->panels_.pack(matrices, &thread_pool());
   t->inv_freq_ = c.rope.inv_freq(c.head_dim);
+  t->set_kv_dtype(options.kv_dtype.value_or(t->embed_->dtype == DType::BF16 ? DType::BF16 : DType::F32));
   return t;
+}
+
+void Transformer::set_kv_dtype(DType dtype) {
+  if (dtype != DType::F32 && dtype != DType::BF16)
+    fail("--kv-cache-dtype ", dtype_name(dtype), " is not supported: expected auto, bf16 or fp32");
+  kv_dtype_ = dtype;
 }
 
 void Transformer::bind_weights(const LoadedTensors& tensors) {
@@ -57,9 +64,9 @@ void Transformer::bind_weights(const LoadedTensors& tensors) {
 KVCache Transformer::make_cache(int64_t capacity, std::shared_ptr<KVPool> pool) const {
   const BlockSpec& b = config_.blocks.front();
   if (b.attention == AttentionKind::Mla)
-    return KVCache::latent(config_.num_layers, b.mla.kv_lora_rank, b.head_dim, capacity, std::move(pool));
+    return KVCache::latent(config_.num_layers, b.mla.kv_lora_rank, b.head_dim, capacity, std::move(pool), kv_dtype_);
   return KVCache(config_.num_layers, config_.num_kv_heads, config_.head_dim, config_.head_dim, capacity,
-                 std::move(pool));
+                 std::move(pool), kv_dtype_);
 }
 
 std::vector<int> default_aux_layers(int64_t num_layers) {

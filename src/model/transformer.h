@@ -6,6 +6,7 @@
 // layer loop records the residual stream entering chosen layers (EAGLE-3 aux hidden states) for every architecture.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ std::vector<int> usable_default_aux_layers(int64_t num_layers,
 
 struct LoadOptions {
   bool allow_unused_tensors = false;  // explicit opt-out of strict tensor accounting (never the default)
+  // Element type of the KV caches (the drafter's follows the target's). Unset ("auto"): bf16 for a model whose
+  // embeddings are bf16, fp32 otherwise.
+  std::optional<DType> kv_dtype;
 };
 
 class Transformer {
@@ -58,6 +62,8 @@ class Transformer {
 
   const ModelConfig& config() const { return config_; }
   KVCache make_cache(int64_t capacity, std::shared_ptr<KVPool> pool = nullptr) const;  // null: a private pool
+  DType kv_dtype() const { return kv_dtype_; }  // of the caches make_cache makes (LoadOptions::kv_dtype)
+  void set_kv_dtype(DType dtype);               // F32 or BF16
 
   // Hidden states to capture, with the Hugging Face hidden_states[i] meaning: i < L is the residual stream entering
   // layer i, i == L the final pre-norm output. Sorted ascending; out-of-range or repeated ids are an Error.
@@ -114,6 +120,7 @@ class Transformer {
   PanelStore panels_;  // the bf16 projections re-laid out for the AVX-512 BF16 kernel, where it is active
   std::vector<float> inv_freq_;
   std::vector<int> aux_layers_;
+  DType kv_dtype_ = DType::F32;
   MlaFormPolicy mla_form_;
 
   // Activations of the current batch (grown on demand, never shrunk: no allocation per token).

@@ -51,9 +51,9 @@ Engine::Engine(const EngineOptions& o)
 
 void Engine::make_kv_pool() {
   const int64_t B = kKvBlockTokens, MB = 1 << 20;
-  const int64_t target_floats = model_->make_cache(0).token_floats();
-  const int64_t drafter_floats = speculative() ? speculation_->drafter().make_cache(0).token_floats() : 0;
-  const int64_t token_bytes = 4 * (target_floats + drafter_floats);
+  const int64_t target_bytes = model_->make_cache(0).token_bytes();
+  const int64_t drafter_bytes = speculative() ? speculation_->drafter().make_cache(0).token_bytes() : 0;
+  const int64_t token_bytes = target_bytes + drafter_bytes;
   // Beyond its context a sequence's caches hold a round's drafts.
   int64_t draft_room = 0;
   if (speculative()) {
@@ -79,8 +79,8 @@ void Engine::make_kv_pool() {
   const int64_t kinds = speculative() ? 2 : 1;  // target and drafter blocks
   const int64_t blocks = kinds * ((tokens + B - 1) / B + (draft_room + B - 1) / B);
   kv_pool_ = std::make_shared<KVPool>(B, blocks, options_.prefix_cache);
-  kv_pool_->arena(target_floats);
-  if (speculative()) kv_pool_->arena(drafter_floats);
+  kv_pool_->arena(target_bytes);
+  if (speculative()) kv_pool_->arena(drafter_bytes);
   std::string lowered;
   if (tokens < context_) {
     context_note_ = strprintf(", lowered from %lld to what the KV pool holds (--max-total-tokens)",
@@ -90,13 +90,13 @@ void Engine::make_kv_pool() {
     context_ = tokens;
   }
   const std::string drafter =
-      speculative() ? strprintf(", drafter %lld", static_cast<long long>(4 * drafter_floats / 1024)) : "";
+      speculative() ? strprintf(", drafter %.1f", static_cast<double>(drafter_bytes) / 1024) : "";
   log_info(
-      strprintf("KV pool: %lld tokens (%s) in %lld blocks of %lld tokens (target%s), fp32, %lld KB per token "
-                "(target %lld%s), %lld MB reserved, committed as used; prefix cache %s%s",
+      strprintf("KV pool: %lld tokens (%s) in %lld blocks of %lld tokens (target%s), %s (--kv-cache-dtype), %.1f KB "
+                "per token (target %.1f%s), %lld MB reserved, committed as used; prefix cache %s%s",
                 static_cast<long long>(tokens), why.c_str(), static_cast<long long>(blocks), static_cast<long long>(B),
-                speculative() ? " and drafter" : "", static_cast<long long>(token_bytes / 1024),
-                static_cast<long long>(4 * target_floats / 1024), drafter.c_str(),
+                speculative() ? " and drafter" : "", kv_dtype_name(model_->kv_dtype()),
+                static_cast<double>(token_bytes) / 1024, static_cast<double>(target_bytes) / 1024, drafter.c_str(),
                 static_cast<long long>(kv_pool_->reserved_bytes() / MB),
                 options_.prefix_cache ? "on" : "off (--disable-radix-cache)", lowered.c_str()));
 }

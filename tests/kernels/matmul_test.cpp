@@ -268,6 +268,27 @@ TEST_P(GemmNN, MatchesReference) {
   }
 }
 
+// Keys held as bf16 (--kv-cache-dtype bf16) are widened in registers: each element is the fp32 product with the
+// widened keys, bit for bit the same as an fp32 B holding those values (the same sums in the same order).
+TEST_P(GemmNN, Bf16KeysEqualTheirWidenedValues) {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (auto [M, K, N] : {std::tuple<int64_t, int64_t, int64_t>{1, 64, 256}, {4, 64, 100}, {9, 16, 65}, {3, 8, 7}}) {
+    const int64_t ldb = N + 13;
+    std::vector<float> x(static_cast<size_t>(M * K)), widened(static_cast<size_t>(K * ldb));
+    std::vector<uint16_t> b(widened.size());
+    for (float& v : x) v = dist(rng);
+    for (size_t i = 0; i < b.size(); ++i) widened[i] = bf16_to_f32(b[i] = f32_to_bf16(dist(rng)));
+    std::vector<float> got(static_cast<size_t>(M * N)), want(got.size()), reference(got.size());
+    gemm_nn_serial(got.data(), x.data(), M, b.data(), K, N, ldb);
+    gemm_nn_serial(want.data(), x.data(), M, widened.data(), K, N, ldb);
+    EXPECT_EQ(got, want) << M << "x" << K << "x" << N << ", " << isa_name(GetParam());
+    gemm_nn_reference(reference.data(), x.data(), M, b.data(), K, N, ldb);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], reference[i], 1e-4f * std::sqrt(static_cast<float>(K))) << isa_name(GetParam());
+  }
+}
+
 // Attention computes its scores a cache block at a time into rows of the whole width: each element has the bits of
 // the one-call result, whatever the block's width and column.
 TEST_P(GemmNN, BlocksWrittenIntoWiderRowsEqualOneCall) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -74,49 +76,112 @@ TEST(KVPool, AFullPoolIsAnErrorNamingTheFlagAndChangesNothing) {
 
 TEST(KVPool, TargetAndDrafterWidthsShareOneBlockCount) {
   KVPool pool(64, 4);
-  float* wide = pool.arena(1024);
-  float* narrow = pool.arena(64);
+  std::byte* wide = pool.arena(4096);
+  std::byte* narrow = pool.arena(256);
   EXPECT_NE(wide, narrow);
-  EXPECT_EQ(pool.arena(1024), wide);  // one arena per width
-  EXPECT_EQ(pool.reserved_bytes(), 4 * 64 * (1024 + 64) * 4);
+  EXPECT_EQ(pool.arena(4096), wide);  // one arena per width
+  EXPECT_EQ(pool.reserved_bytes(), 4 * 64 * (4096 + 256));
 }
 
 // Two sequences prefilled in turns from one pool of 64-token blocks, so that their blocks interleave, give the logits
 // of each sequence with a pool of its own, bit for bit.
 TEST(KVPool, ForwardOverScatteredBlocksEqualsAPrivateCache) {
-  auto model = Transformer::load(test::tiny_model_dir("llama_fp32"));
-  const int64_t V = model->config().vocab_size;
-  std::vector<int32_t> first(150), second(90);
-  for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<int32_t>((i * 7 + 3) % static_cast<size_t>(V));
-  for (size_t i = 0; i < second.size(); ++i) second[i] = static_cast<int32_t>((i * 5 + 1) % static_cast<size_t>(V));
+  for (const DType dtype : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(kv_dtype_name(dtype));
+    auto model = Transformer::load(test::tiny_model_dir("llama_fp32"), {.kv_dtype = dtype});
+    const int64_t V = model->config().vocab_size;
+    std::vector<int32_t> first(150), second(90);
+    for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<int32_t>((i * 7 + 3) % static_cast<size_t>(V));
+    for (size_t i = 0; i < second.size(); ++i) second[i] = static_cast<int32_t>((i * 5 + 1) % static_cast<size_t>(V));
 
-  auto run_alone = [&](const std::vector<int32_t>& ids) {
-    KVCache cache = model->make_cache(256, std::make_shared<KVPool>(64, 4));  // the same block size, alone
-    std::vector<std::vector<float>> logits;
-    for (size_t i = 0; i < ids.size(); i += 40) {  // 40-token pieces: blocks fill across forwards
-      const size_t n = std::min<size_t>(40, ids.size() - i);
-      model->forward(cache, {.tokens = std::span(ids).subspan(i, n)});
-      cache.commit_all();
-      logits.emplace_back(model->logits_row(0), model->logits_row(0) + V);
-    }
-    return logits;
+    auto run_alone = [&](const std::vector<int32_t>& ids) {
+      KVCache cache = model->make_cache(256, std::make_shared<KVPool>(64, 4));  // the same block size, alone
+      std::vector<std::vector<float>> logits;
+      for (size_t i = 0; i < ids.size(); i += 40) {  // 40-token pieces: blocks fill across forwards
+        const size_t n = std::min<size_t>(40, ids.size() - i);
+        model->forward(cache, {.tokens = std::span(ids).subspan(i, n)});
+        cache.commit_all();
+        logits.emplace_back(model->logits_row(0), model->logits_row(0) + V);
+      }
+      return logits;
+    };
+    const auto want_first = run_alone(first), want_second = run_alone(second);
+
+    auto pool = std::make_shared<KVPool>(64, 6);
+    KVCache a = model->make_cache(256, pool), b = model->make_cache(256, pool);
+    std::vector<std::vector<float>> got_first, got_second;
+    for (size_t i = 0; i < std::max(first.size(), second.size()); i += 40)
+      for (auto [ids, cache, got] : {std::tuple(&first, &a, &got_first), std::tuple(&second, &b, &got_second)}) {
+        if (i >= ids->size()) continue;
+        const size_t n = std::min<size_t>(40, ids->size() - i);
+        model->forward(*cache, {.tokens = std::span(*ids).subspan(i, n)});
+        cache->commit_all();
+        got->emplace_back(model->logits_row(0), model->logits_row(0) + V);
+      }
+    EXPECT_EQ(a.blocks_held() + b.blocks_held(), 5);  // 3 + 2 blocks of 64, taken in turns
+    EXPECT_EQ(got_first, want_first);
+    EXPECT_EQ(got_second, want_second);
+  }
+}
+
+// --kv-cache-dtype bf16: entries are stored rounded to nearest even in half the bytes, and stay those bits when
+// committed out of order (a tree's path), copied or read through a view.
+TEST(KVCacheBf16, HoldsRoundedEntriesInHalfTheBytes) {
+  KVCache f32(2, 2, 4, 3, 64), bf16(2, 2, 4, 3, 64, nullptr, DType::BF16);
+  EXPECT_EQ(f32.token_bytes(), 2 * 2 * (4 + 3) * 4);
+  EXPECT_EQ(bf16.token_bytes(), f32.token_bytes() / 2);
+  EXPECT_EQ(bf16.dtype(), DType::BF16);
+  auto value = [](int64_t l, int64_t slot, int64_t i) {
+    return 1.0f + 0.001953125f * static_cast<float>(i) / 7.0f + static_cast<float>(l * 100 + slot);
   };
-  const auto want_first = run_alone(first), want_second = run_alone(second);
-
-  auto pool = std::make_shared<KVPool>(64, 6);
-  KVCache a = model->make_cache(256, pool), b = model->make_cache(256, pool);
-  std::vector<std::vector<float>> got_first, got_second;
-  for (size_t i = 0; i < std::max(first.size(), second.size()); i += 40)
-    for (auto [ids, cache, got] : {std::tuple(&first, &a, &got_first), std::tuple(&second, &b, &got_second)}) {
-      if (i >= ids->size()) continue;
-      const size_t n = std::min<size_t>(40, ids->size() - i);
-      model->forward(*cache, {.tokens = std::span(*ids).subspan(i, n)});
-      cache->commit_all();
-      got->emplace_back(model->logits_row(0), model->logits_row(0) + V);
+  bf16.begin_batch(positions_from(0, 5));
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t slot = 0; slot < 5; ++slot) {
+      std::vector<float> k(8), v(6);
+      for (int64_t i = 0; i < 8; ++i) k[static_cast<size_t>(i)] = value(l, slot, i);
+      for (int64_t i = 0; i < 6; ++i) v[static_cast<size_t>(i)] = -value(l, slot, i);
+      bf16.write(l, slot, k.data(), v.data());
     }
-  EXPECT_EQ(a.blocks_held() + b.blocks_held(), 5);  // 3 + 2 blocks of 64, taken in turns
-  EXPECT_EQ(got_first, want_first);
-  EXPECT_EQ(got_second, want_second);
+  const std::vector<int32_t> path = {0, 2, 4};
+  bf16.commit(path);
+  const KVCache copy = bf16;
+  for (const KVCache* c : {static_cast<const KVCache*>(&bf16), &copy})
+    for (int64_t l = 0; l < 2; ++l) {
+      const KVLayerView view = c->view(l);
+      EXPECT_EQ(view.dtype, DType::BF16);
+      for (int64_t kept = 0; kept < 3; ++kept) {
+        const int64_t slot = path[static_cast<size_t>(kept)];
+        for (int64_t h = 0; h < 2; ++h) {
+          for (int64_t d = 0; d < 4; ++d)
+            ASSERT_EQ(view.key(h, d, kept), bf16_to_f32(f32_to_bf16(value(l, slot, h * 4 + d))));
+          for (int64_t d = 0; d < 3; ++d)
+            ASSERT_EQ(view.value(h, d, kept), bf16_to_f32(f32_to_bf16(-value(l, slot, h * 3 + d))));
+        }
+      }
+    }
+  EXPECT_THROW(KVCache(1, 1, 4, 4, 16, nullptr, DType::F16), Error);
+}
+
+// A bf16 cache moves logits by bf16 rounding only: close to the fp32 cache's, and not the same bits (it is in use).
+TEST(KVCacheBf16, LogitsStayCloseToAnFp32Cache) {
+  std::vector<std::vector<float>> logits;
+  for (const DType dtype : {DType::F32, DType::BF16}) {
+    auto model = Transformer::load(test::tiny_model_dir("llama_fp32"), {.kv_dtype = dtype});
+    EXPECT_EQ(model->kv_dtype(), dtype);
+    std::vector<int32_t> ids(40);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7 + 3) % 50);
+    KVCache cache = model->make_cache(64);
+    EXPECT_EQ(cache.dtype(), dtype);
+    model->forward(cache, {.tokens = ids});
+    logits.emplace_back(model->logits_row(0), model->logits_row(0) + model->config().vocab_size);
+  }
+  float max_diff = 0, max_logit = 0;
+  for (size_t i = 0; i < logits[0].size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(logits[0][i] - logits[1][i]));
+    max_logit = std::max(max_logit, std::abs(logits[0][i]));
+  }
+  EXPECT_GT(max_diff, 0.0f);
+  EXPECT_LE(max_diff, 0.03f * max_logit);
 }
 
 TEST(PrefixCache, FindsBlocksByTheirExactKeysOnly) {

@@ -1,6 +1,7 @@
 // The server's paged KV pool on the real 19M model and its shipped drafter: a pool far smaller than the clients ask
 // for preempts and resumes sequences, and every answer still equals `eaglet generate`'s byte for byte, speculative
-// and plain; the pool's size lowers the context, and a request beyond it is a 400 naming the flag.
+// and plain; the pool's size lowers the context, and a request beyond it is a 400 naming the flag; its element type
+// is bf16 for a bf16 model, or fp32 by --kv-cache-dtype.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -62,6 +63,30 @@ TEST(PagedServer, ThePoolBoundsTheContextAndARequestBeyondItIsRefused) {
   EXPECT_NE(a.body.find("--max-total-tokens"), std::string::npos) << a.body;
   const json fits = {{"prompt", "def f():\n"}, {"max_tokens", 20}, {"temperature", 0}};
   EXPECT_EQ(post_json(server, "/v1/completions", fits.dump()).status, 200);
+}
+
+// The pool holds bf16 for a bf16 model unless --kv-cache-dtype says fp32 (half the bytes per token), the start-up
+// line says which, and either way an answer equals `eaglet generate`'s with the same flag.
+TEST(PagedServer, TheKvDtypeIsPrintedAndAnswersEqualGenerateWithTheSameFlag) {
+  const std::string prompt = kPycodePrompts[0];
+  for (const auto& [flag, line] : {std::pair<std::string, std::string>{"",
+                                                                       "bf16 (--kv-cache-dtype), 4.5 KB per token "
+                                                                       "(target 4.0, drafter 0.5)"},
+                                   {"--kv-cache-dtype fp32",
+                                    "fp32 (--kv-cache-dtype), 9.0 KB per token (target "
+                                    "8.0, drafter 1.0)"}}) {
+    ServerProcess server("-m " + test::pycode_dir() + " -d " + test::shipped_drafter_dir() +
+                         " -t 1 -c 1024 --max-total-tokens 512 " + flag);
+    EXPECT_NE(server.log().find(line), std::string::npos) << server.log();
+    const json req = {{"prompt", prompt}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}};
+    const auto a = post_json(server, "/v1/completions", req.dump());
+    ASSERT_EQ(a.status, 200) << a.body;
+    EXPECT_EQ(a.json["choices"][0]["text"], test::generate_text(prompt, 40, flag)) << flag;
+  }
+  const auto r =
+      test::run_command(test::eaglet_bin() + " generate -m " + test::pycode_dir() + " --kv-cache-dtype fp16 -n 2 -p x");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--kv-cache-dtype"), std::string::npos) << r.err;
 }
 
 TEST(PagedServer, ABadPoolSizeIsRefusedByName) {

@@ -175,9 +175,9 @@ std::string shipped_drafter_dir() { return oracle_dir() + "/../../drafters/pycod
 const std::vector<std::string> kPycodePrompts = {"def f():\n", "import os\n\n\ndef main():\n", "class Point:\n",
                                                  "    for i in range(10):\n"};
 
-std::string generate_text(const std::string& prompt, int tokens) {
+std::string generate_text(const std::string& prompt, int tokens, const std::string& flags) {
   const auto r = run_command(eaglet_bin() + " generate -m " + pycode_dir() + " -t 1 -n " + std::to_string(tokens) +
-                             " -p " + shell_quote(prompt));
+                             " " + flags + " -p " + shell_quote(prompt));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return r.out;
 }

@@ -51,7 +51,7 @@ std::string raw_exchange(int port, const std::string& request, size_t read_bytes
 std::string pycode_dir();
 std::string shipped_drafter_dir();
 extern const std::vector<std::string> kPycodePrompts;
-std::string generate_text(const std::string& prompt, int tokens);
+std::string generate_text(const std::string& prompt, int tokens, const std::string& flags = "");
 
 // A value of the Prometheus text at /metrics (the line "NAME VALUE", NAME with its labels); -1 when absent.
 double metric(const std::string& metrics_text, const std::string& name);

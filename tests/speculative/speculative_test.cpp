@@ -96,6 +96,19 @@ TEST_P(LosslessGreedy, EqualsTargetAloneForChainsAndTrees) {
   expect_lossless_greedy(*target, *drafter, c.drafter + " on " + c.target);
 }
 
+// --kv-cache-dtype bf16 (the default for bf16 models): verification reads the same bf16 entries a one-token decode
+// reads, so greedy speculation stays exact, for a dense target and an MLA target (a bf16 latent cache).
+TEST(LosslessGreedyBf16Cache, EqualsTargetAlone) {
+  for (const auto& [drafter_dir, target_dir] :
+       {std::pair<std::string, std::string>{"exact_echo", "drafters/targets/nearecho_fp32"},
+        {"../deepseek/kimi_specforge_drafter", "deepseek/kimi_nearecho_fp32"}}) {
+    auto target = Transformer::load(fixture(target_dir), {.kv_dtype = DType::BF16});
+    auto drafter = Eagle3Drafter::load(fixture("drafters/" + drafter_dir), *target, {});
+    ASSERT_EQ(drafter->kv_dtype(), DType::BF16);
+    expect_lossless_greedy(*target, *drafter, drafter_dir + " on " + target_dir + ", bf16 KV cache");
+  }
+}
+
 // Lossless with respect to the quantized target: the int8 and int4 checkpoints eaglet quantize writes verify chains
 // and trees with the same logits as one token at a time (quantized activations are per row), so speculation on them
 // reproduces their own greedy output; the exact echo drafter still has drafts accepted.
