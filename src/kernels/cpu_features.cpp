@@ -1,5 +1,7 @@
 #include "kernels/cpu_features.h"
 
+#include <ostream>
+
 #include <cpuid.h>
 
 #include <cstdlib>
@@ -69,6 +71,8 @@ const CpuFeatures& cpu_features() {
 
 Isa active_isa() { return current(); }
 void set_active_isa(Isa isa) { current() = clamp(isa); }
+
+std::ostream& operator<<(std::ostream& os, Isa isa) { return os << isa_name(isa); }
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {

@@ -3,6 +3,7 @@
 // EAGLET_ISA=scalar|avx2|avx512|avx512bf16 in the environment forces a lower level (for tests and comparisons).
 // avx512 keeps fp32 activations for bf16 weights; avx512bf16 rounds them to bf16 and uses vdpbf16ps. At both, int8 and
 // int4 weights use vpdpbusd where the CPU has AVX-512 VNNI (kernels/quantized.h); below them, the portable kernel.
+#include <iosfwd>
 #include <string_view>
 
 namespace eaglet {
@@ -21,5 +22,6 @@ const CpuFeatures& cpu_features();
 Isa active_isa();
 void set_active_isa(Isa isa);  // clamped to what the CPU has
 std::string_view isa_name(Isa isa);
+std::ostream& operator<<(std::ostream& os, Isa isa);
 
 }  // namespace eaglet

@@ -1,5 +1,7 @@
 #include "kernels/dtype.h"
 
+#include <ostream>
+
 #include <cmath>
 
 namespace eaglet {
@@ -17,6 +19,8 @@ size_t dtype_size(DType t) {
   }
   return 0;
 }
+
+std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
 
 std::string_view dtype_name(DType t) {
   switch (t) {

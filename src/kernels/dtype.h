@@ -2,6 +2,7 @@
 // Element types found in safetensors checkpoints, and scalar conversions to fp32.
 #include <cstdint>
 #include <cstring>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,7 @@ enum class DType { F32, F16, BF16, F8_E4M3, I64, I32, I8, BOOL };
 
 size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);  // as spelled in safetensors headers: "BF16", ...
+std::ostream& operator<<(std::ostream& os, DType t);
 bool parse_dtype(std::string_view name, DType* out);
 
 inline float bf16_to_f32(uint16_t h) {

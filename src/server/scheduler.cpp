@@ -33,6 +33,11 @@ void Scheduler::shutdown() {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+void Scheduler::publish_kv() {
+  const KVPool& pool = engine_.kv_pool();
+  metrics_.set_kv(pool.total_blocks() - pool.free_blocks(), pool.total_blocks(), pool.cached_blocks());
+}
+
 void Scheduler::publish_load() {  // preempted sequences wait (vLLM counts them so too)
   const int64_t preempted = preempted_count_;
   metrics_.set_load(static_cast<int64_t>(queue_.size()) + preempted, static_cast<int64_t>(running_.size()) - preempted);
@@ -87,6 +92,7 @@ void Scheduler::retire(std::unique_ptr<Sequence> sequence) {
   }
   JobResult result = engine_.finish(*sequence, metrics_);
   sequence.reset();  // its caches are freed before the client hears the end
+  publish_kv();      // and so is the pool's use: a scrape after the answer sees its blocks back
   job->finish(std::move(result));
 }
 
@@ -183,8 +189,7 @@ void Scheduler::loop() {
     for (auto& s : sequences)
       if (s->done) retire(std::move(s));
     std::erase(sequences, nullptr);
-    const KVPool& pool = engine_.kv_pool();
-    metrics_.set_kv(pool.total_blocks() - pool.free_blocks(), pool.total_blocks(), pool.cached_blocks());
+    publish_kv();
   }
 }
 

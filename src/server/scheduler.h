@@ -33,6 +33,7 @@ class Scheduler {
  private:
   void loop();
   void publish_load();  // holds mutex_
+  void publish_kv();    // the KV pool's use, to the metrics
   void admit(std::shared_ptr<Job> job, std::vector<std::unique_ptr<Sequence>>& sequences);
   void abort_unstarted(std::shared_ptr<Job> job);  // a job cancelled before it ran: answered without the model
   // Chunked prefill: one forward of the earliest admitted sequence still prefilling, between two decode steps.

@@ -46,6 +46,7 @@ void bump_first_byte(const std::string& path, const std::string& name) {
 struct Case {
   std::string variant, to;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.variant << " to " << c.to; }
 
 class QuantizeCli : public ::testing::TestWithParam<Case> {};
 

@@ -28,6 +28,7 @@ struct ParityCase {
   std::string variant;
   Isa isa;
 };
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.variant << " " << c.isa; }
 
 class DeepseekParity : public ::testing::TestWithParam<ParityCase> {};
 

@@ -37,6 +37,7 @@ struct ParityCase {
   std::string variant;
   bool from_shared = false;  // the real model lives in ../shared, its reference in the fixtures
 };
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.variant; }
 
 class OracleParity : public ::testing::TestWithParam<std::tuple<ParityCase, Isa>> {
  protected:

@@ -123,6 +123,7 @@ struct Case {
   QuantScheme scheme;
   double bound;  // relative RMS of the logits against the dense model's; 0: none (MoE, below)
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.variant << " " << c.scheme.name(); }
 
 class QuantizedTiny : public ::testing::TestWithParam<Case> {};
 

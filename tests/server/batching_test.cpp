@@ -77,6 +77,7 @@ struct BatchCase {
   std::string name, args;
   bool speculative;
 };
+void PrintTo(const BatchCase& c, std::ostream* os) { *os << c.name; }
 
 class ServerBatching : public ::testing::TestWithParam<BatchCase> {};
 

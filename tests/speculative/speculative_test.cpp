@@ -62,6 +62,7 @@ std::vector<int32_t> random_prompt(std::mt19937& rng, int length, int64_t vocab)
 struct GreedyCase {
   std::string drafter, target;
 };
+void PrintTo(const GreedyCase& c, std::ostream* os) { *os << c.drafter << " on " << c.target; }
 
 class LosslessGreedy : public ::testing::TestWithParam<GreedyCase> {};
 
@@ -435,6 +436,7 @@ struct SamplingCase {
   DraftParams params;
   const char* name;
 };
+void PrintTo(const SamplingCase& c, std::ostream* os) { *os << c.name; }
 
 class LosslessSampling : public ::testing::TestWithParam<SamplingCase> {};
 
