@@ -249,58 +249,95 @@ KVCache Eagle3Drafter::make_cache(int64_t capacity, std::shared_ptr<KVPool> pool
                  std::move(pool), kv_dtype_);
 }
 
-// x[M, hidden] = fc(aux), the aux rows normed first where the layout says so.
-void Eagle3Drafter::fuse_aux(const float* aux, int64_t M) {
+// out[M, hidden] = fc(aux), the aux rows normed first where the layout says so.
+void Eagle3Drafter::fuse_aux(const float* aux, int64_t M, float* out) {
   const float* a = aux;
   if (!input_norm_.empty() || !fc_norms_.empty()) {
     grow(aux_normed_, M * aux_width_);
     const int64_t Ht = config_.target_hidden_size;
     for (int64_t m = 0; m < M; ++m) {
       const float* row = aux + m * aux_width_;
-      float* out = &aux_normed_[static_cast<size_t>(m * aux_width_)];
-      if (!input_norm_.empty()) rmsnorm(out, row, input_norm_.data(), aux_width_, config_.rms_norm_eps);
+      float* normed = &aux_normed_[static_cast<size_t>(m * aux_width_)];
+      if (!input_norm_.empty()) rmsnorm(normed, row, input_norm_.data(), aux_width_, config_.rms_norm_eps);
       for (size_t i = 0; i < fc_norms_.size(); ++i)
-        rmsnorm(out + static_cast<int64_t>(i) * Ht, row + static_cast<int64_t>(i) * Ht, fc_norms_[i].data(), Ht,
+        rmsnorm(normed + static_cast<int64_t>(i) * Ht, row + static_cast<int64_t>(i) * Ht, fc_norms_[i].data(), Ht,
                 config_.rms_norm_eps);
     }
     a = aux_normed_.data();
   }
-  matmul(x_.data(), a, M, fc_, thread_pool());
+  matmul(out, a, M, fc_, thread_pool());
 }
 
 void Eagle3Drafter::forward(KVCache& cache, std::span<const int32_t> tokens, const float* hidden, Input input,
                             std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits, Head head) {
+  const Rows rows{&cache, tokens, hidden, input, positions, mask, all_logits};
+  forward({&rows, 1}, head);
+}
+
+void Eagle3Drafter::forward(std::span<const Rows> sequences, Head head) {
   const DrafterConfig& c = config_;
-  const int64_t M = static_cast<int64_t>(tokens.size()), H = c.hidden_size, V = c.vocab_size;
-  if (M == 0 || static_cast<int64_t>(positions.size()) != M)
-    fail("drafter forward: ", M, " tokens, ", positions.size(), " positions");
+  const int64_t H = c.hidden_size, V = c.vocab_size;
+  if (sequences.empty()) fail("drafter forward: no sequences");
+  ++forwards_run_;
+  // Rows of all sequences, one after another; the head's rows likewise.
+  first_rows_.clear();
+  first_logits_rows_.clear();
+  positions_.clear();
+  int64_t M = 0;
+  logits_rows_ = 0;
+  for (const Rows& s : sequences) {
+    const int64_t m = static_cast<int64_t>(s.tokens.size());
+    if (m == 0 || static_cast<int64_t>(s.positions.size()) != m)
+      fail("drafter forward: ", m, " tokens, ", s.positions.size(), " positions");
+    first_rows_.push_back(M);
+    first_logits_rows_.push_back(logits_rows_);
+    positions_.insert(positions_.end(), s.positions.begin(), s.positions.end());
+    M += m;
+    logits_rows_ += s.all_logits ? m : 1;
+  }
   grow(x_, M * H);
   grow(xn_, M * H);
   grow(embeddings_, M * H);
   grow(h_next_, M * H);
-  cache.begin_batch(positions);
-  rope_.compute(positions, inv_freq_);
-  if (input == Input::TargetAux)
-    fuse_aux(hidden, M);
-  else
-    std::memcpy(x_.data(), hidden, static_cast<size_t>(M * H) * sizeof(float));
-  for (int64_t m = 0; m < M; ++m) {
-    const int32_t tok = tokens[static_cast<size_t>(m)];
-    if (tok < 0 || tok >= V) fail("drafter: token id ", tok, " outside the vocabulary of ", V);
-    float* e = &embeddings_[static_cast<size_t>(m * H)];
-    for (int64_t i = 0; i < H; ++i) e[i] = load_as_f32(embed_->data, embed_->dtype, tok * H + i);
+  rope_.compute(positions_, inv_freq_);
+  std::vector<BlockSequence> blocks;
+  blocks.reserve(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const Rows& s = sequences[i];
+    const int64_t m = static_cast<int64_t>(s.tokens.size());
+    float* x = x_.data() + first_rows_[i] * H;
+    s.cache->begin_batch(s.positions);
+    if (s.input == Input::TargetAux)
+      fuse_aux(s.hidden, m, x);
+    else
+      std::memcpy(x, s.hidden, static_cast<size_t>(m * H) * sizeof(float));
+    for (int64_t r = 0; r < m; ++r) {
+      const int32_t tok = s.tokens[static_cast<size_t>(r)];
+      if (tok < 0 || tok >= V) fail("drafter: token id ", tok, " outside the vocabulary of ", V);
+      float* e = &embeddings_[static_cast<size_t>((first_rows_[i] + r) * H)];
+      for (int64_t k = 0; k < H; ++k) e[k] = load_as_f32(embed_->data, embed_->dtype, tok * H + k);
+    }
+    blocks.push_back({*s.cache, s.positions, s.mask});
   }
   float *x = x_.data(), *xn = xn_.data();
   for (int64_t li = 0; li < c.num_layers; ++li) {
-    const BlockSequence sequence{cache, positions, mask};
-    const BlockContext ctx{{&sequence, 1}, li, rope_, li == 0 ? embeddings_.data() : nullptr};
+    const BlockContext ctx{blocks, li, rope_, li == 0 ? embeddings_.data() : nullptr};
     run_block(specs_[static_cast<size_t>(li)], blocks_[static_cast<size_t>(li)], x, M, ctx, scratch_);
   }
   // h_out = x. The head reads norm(h_out); the next step reads h_out, or norm(h_out) with norm_output.
   for (int64_t m = 0; m < M; ++m) rmsnorm(xn + m * H, x + m * H, final_norm_.data(), H, c.rms_norm_eps);
   std::memcpy(h_next_.data(), c.norm_output ? xn : x, static_cast<size_t>(M * H) * sizeof(float));
-  logits_rows_ = all_logits ? M : 1;
+  // The head's rows: each sequence's all or last, gathered where they are not already one block at the end.
   const float* head_in = xn + (M - logits_rows_) * H;
+  if (sequences.size() > 1) {
+    grow(head_in_, logits_rows_ * H);
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      const int64_t m = static_cast<int64_t>(sequences[i].tokens.size()), n = sequences[i].all_logits ? m : 1;
+      std::memcpy(&head_in_[static_cast<size_t>(first_logits_rows_[i] * H)], xn + (first_rows_[i] + m - n) * H,
+                  static_cast<size_t>(n * H) * sizeof(float));
+    }
+    head_in = head_in_.data();
+  }
   best_.assign(static_cast<size_t>(logits_rows_), -1);
   const bool screened = head == Head::Best && head_screen_ != nullptr && screen_on_;
   if (screened && head_screen_->argmax(head_in, logits_rows_, best_.data(), thread_pool())) return;

@@ -85,12 +85,30 @@ class Eagle3Drafter {
   // What the head computes: every logit, or only the best draft id (the highest logit, lowest id on ties), which
   // the screened head (kernels/screened_argmax.h) finds reading about half the head's bytes, where the CPU has it.
   enum class Head { Logits, Best };
+  // One sequence's rows of a drafter forward, as if it ran alone: its cache, tokens, hidden input [rows, aux width
+  // or hidden], positions and mask (over its cache + its rows), and its head rows: every row or the last only.
+  struct Rows {
+    KVCache* cache = nullptr;
+    std::span<const int32_t> tokens;
+    const float* hidden = nullptr;
+    Input input = Input::TargetAux;
+    std::span<const int32_t> positions;
+    AttentionMask mask;
+    bool all_logits = false;
+  };
   // Runs M tokens; writes K/V as pending entries of the cache. Head rows: M (all_logits) or the last 1; h_next
   // [M, hidden]. Head::Logits: logits_row(r) [draft_vocab]; Head::Best: best_row(r) (logits_row only where the
   // screen declined).
   void forward(KVCache& cache, std::span<const int32_t> tokens, const float* hidden, Input input,
                std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits,
                Head head = Head::Logits);
+  // Several sequences in one forward (a server's drafting): their rows share every matmul, each attends over its own
+  // cache, and each row's results are bit-identical to those of its sequence's rows run alone. The caches must be
+  // distinct. Sequence s's h_next rows start at first_row(s), its head rows at first_logits_row(s).
+  void forward(std::span<const Rows> sequences, Head head = Head::Logits);
+  int64_t forwards_run() const { return forwards_run_; }  // since load
+  int64_t first_row(size_t sequence) const { return first_rows_[sequence]; }
+  int64_t first_logits_row(size_t sequence) const { return first_logits_rows_[sequence]; }
 
   int64_t logits_rows() const { return logits_rows_; }
   const float* logits_row(int64_t r) const { return logits_.data() + r * config_.draft_vocab_size; }
@@ -105,7 +123,7 @@ class Eagle3Drafter {
   Eagle3Drafter() = default;
   void check_contracts(const Transformer& target, const std::string& layer0_prefix) const;
   void bind_weights(const Transformer& target, const LoadedTensors& tensors, const std::string& layer0_prefix);
-  void fuse_aux(const float* aux, int64_t M);
+  void fuse_aux(const float* aux, int64_t M, float* out);
 
   DrafterConfig config_;
   Checkpoint checkpoint_;
@@ -127,9 +145,10 @@ class Eagle3Drafter {
   bool screen_on_ = true;
   DType kv_dtype_ = DType::F32;
 
-  int64_t logits_rows_ = 0;
-  std::vector<float> x_, xn_, embeddings_, aux_normed_, logits_, h_next_;
-  std::vector<int32_t> best_;
+  int64_t logits_rows_ = 0, forwards_run_ = 0;
+  std::vector<float> x_, xn_, embeddings_, aux_normed_, logits_, h_next_, head_in_;
+  std::vector<int32_t> best_, positions_;
+  std::vector<int64_t> first_rows_, first_logits_rows_;
   BlockScratch scratch_;
   RopeAngles rope_;
 };

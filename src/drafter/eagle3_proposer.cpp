@@ -41,24 +41,32 @@ void Eagle3Proposer::reset(int64_t capacity, std::shared_ptr<KVPool> pool) {
   fed_node_.clear();
 }
 
-void Eagle3Proposer::extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) {
-  const int64_t M = static_cast<int64_t>(tokens.size());
+Eagle3Drafter::Rows Eagle3Proposer::stage_extend(const Extension& e) {
+  const int64_t M = static_cast<int64_t>(e.tokens.size());
   positions_.resize(static_cast<size_t>(M));
-  for (int64_t i = 0; i < M; ++i) positions_[static_cast<size_t>(i)] = first_position + static_cast<int32_t>(i);
-  drafter_.forward(cache_, tokens, target_aux, Eagle3Drafter::Input::TargetAux, positions_, {}, false,
-                   head_for(best_only_));
+  for (int64_t i = 0; i < M; ++i) positions_[static_cast<size_t>(i)] = e.first_position + static_cast<int32_t>(i);
+  root_position_ = e.first_position + static_cast<int32_t>(M) - 1;
+  return {&cache_, e.tokens, e.target_aux, Eagle3Drafter::Input::TargetAux, positions_, {}, false};
+}
+
+void Eagle3Proposer::absorb_extend(int64_t first_row, int64_t first_head_row) {
+  const int64_t M = static_cast<int64_t>(positions_.size()), H = drafter_.config().hidden_size;
   cache_.commit_all();
-  const int64_t H = drafter_.config().hidden_size;
   logits_.resize(1);
   hidden_.resize(1);
-  keep_head_output(0, 0);
-  hidden_[0].assign(drafter_.h_next_row(M - 1), drafter_.h_next_row(M - 1) + H);
-  root_position_ = first_position + static_cast<int32_t>(M) - 1;
+  keep_head_output(0, first_head_row);
+  hidden_[0].assign(drafter_.h_next_row(first_row + M - 1), drafter_.h_next_row(first_row + M - 1) + H);
+}
+
+void Eagle3Proposer::extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) {
+  const Eagle3Drafter::Rows rows = stage_extend({tokens, target_aux, first_position});
+  drafter_.forward({&rows, 1}, head_for(best_only_));
+  absorb_extend(0, 0);
 }
 
 // The nodes are fed at one depth, each with its parent's output state; each sees the verified context, the entries of
 // its ancestors fed this round, and itself.
-void Eagle3Proposer::expand(std::span<const DraftStep> nodes) {
+Eagle3Drafter::Rows Eagle3Proposer::stage_expand(std::span<const DraftStep> nodes) {
   const int64_t H = drafter_.config().hidden_size, M = static_cast<int64_t>(nodes.size());
   const int64_t past = static_cast<int64_t>(fed_node_.size());
   tokens_.clear();
@@ -76,8 +84,11 @@ void Eagle3Proposer::expand(std::span<const DraftStep> nodes) {
     }
     mask_[static_cast<size_t>(m * (past + M) + past + m)] = 1;
   }
-  drafter_.forward(cache_, tokens_, rows_.data(), Eagle3Drafter::Input::OwnHidden, positions_, {mask_, past}, true,
-                   head_for(best_only_));
+  return {&cache_, tokens_, rows_.data(), Eagle3Drafter::Input::OwnHidden, positions_, {mask_, past}, true};
+}
+
+void Eagle3Proposer::absorb_expand(std::span<const DraftStep> nodes, int64_t first_row, int64_t first_head_row) {
+  const int64_t H = drafter_.config().hidden_size, M = static_cast<int64_t>(nodes.size());
   cache_.commit_all();
   for (int64_t m = 0; m < M; ++m) {
     const DraftStep& n = nodes[static_cast<size_t>(m)];
@@ -88,10 +99,55 @@ void Eagle3Proposer::expand(std::span<const DraftStep> nodes) {
       parents_.resize(id + 1, 0);
     }
     parents_[id] = n.parent;
-    keep_head_output(id, m);
-    hidden_[id].assign(drafter_.h_next_row(m), drafter_.h_next_row(m) + H);
+    keep_head_output(id, first_head_row + m);
+    hidden_[id].assign(drafter_.h_next_row(first_row + m), drafter_.h_next_row(first_row + m) + H);
     fed_node_.push_back(n.node);
   }
+}
+
+void Eagle3Proposer::expand(std::span<const DraftStep> nodes) {
+  const Eagle3Drafter::Rows rows = stage_expand(nodes);
+  drafter_.forward({&rows, 1}, head_for(best_only_));
+  absorb_expand(nodes, 0, 0);
+}
+
+template <typename Stage, typename Absorb>
+bool Eagle3Proposer::run_together(std::span<Proposer* const> proposers, Stage stage, Absorb absorb) {
+  std::vector<Eagle3Proposer*> all;
+  for (Proposer* p : proposers) {
+    auto* e = dynamic_cast<Eagle3Proposer*>(p);
+    if (e == nullptr || &e->drafter_ != &drafter_) return false;
+    all.push_back(e);
+  }
+  for (const bool best_only : {false, true}) {
+    std::vector<size_t> group;
+    std::vector<Eagle3Drafter::Rows> rows;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i]->best_only_ == best_only) {
+        group.push_back(i);
+        rows.push_back(stage(*all[i], i));
+      }
+    if (group.empty()) continue;
+    drafter_.forward(rows, head_for(best_only));
+    for (size_t g = 0; g < group.size(); ++g)
+      absorb(*all[group[g]], group[g], drafter_.first_row(g), drafter_.first_logits_row(g));
+  }
+  return true;
+}
+
+void Eagle3Proposer::extend_together(std::span<Proposer* const> proposers, std::span<const Extension> extensions) {
+  const bool ran = run_together(
+      proposers, [&](Eagle3Proposer& p, size_t i) { return p.stage_extend(extensions[i]); },
+      [](Eagle3Proposer& p, size_t, int64_t row, int64_t head_row) { p.absorb_extend(row, head_row); });
+  if (!ran) Proposer::extend_together(proposers, extensions);
+}
+
+void Eagle3Proposer::expand_together(std::span<Proposer* const> proposers,
+                                     std::span<const std::span<const DraftStep>> nodes) {
+  const bool ran = run_together(
+      proposers, [&](Eagle3Proposer& p, size_t i) { return p.stage_expand(nodes[i]); },
+      [&](Eagle3Proposer& p, size_t i, int64_t row, int64_t head_row) { p.absorb_expand(nodes[i], row, head_row); });
+  if (!ran) Proposer::expand_together(proposers, nodes);
 }
 
 void Eagle3Proposer::end_round() {

@@ -34,10 +34,25 @@ class Eagle3Proposer : public Proposer {
   void set_best_only(bool best_only) override { best_only_ = best_only; }
   void expand(std::span<const DraftStep> nodes) override;
   void end_round() override;
+  // One drafter forward for all proposers of this drafter whose head computes alike (best ids or logits).
+  void extend_together(std::span<Proposer* const> proposers, std::span<const Extension> extensions) override;
+  void expand_together(std::span<Proposer* const> proposers,
+                       std::span<const std::span<const DraftStep>> nodes) override;
 
   int64_t cached_tokens() const { return cache_.size(); }  // verified pairs in the drafter's cache
 
  private:
+  // extend and expand in halves around the drafter's forward: the rows it runs, then what it keeps of their output
+  // (its rows in the forward from `first_row`, its head rows from `first_head_row`).
+  Eagle3Drafter::Rows stage_extend(const Extension& extension);
+  void absorb_extend(int64_t first_row, int64_t first_head_row);
+  Eagle3Drafter::Rows stage_expand(std::span<const DraftStep> nodes);
+  void absorb_expand(std::span<const DraftStep> nodes, int64_t first_row, int64_t first_head_row);
+  // Runs each group of `proposers` sharing this drafter and head kind in one forward, `stage(i)` giving proposer
+  // i's rows and `absorb(i, first_row, first_head_row)` taking its output; returns false (nothing run) where one of
+  // them is not an Eagle3Proposer of this drafter.
+  template <typename Stage, typename Absorb>
+  bool run_together(std::span<Proposer* const> proposers, Stage stage, Absorb absorb);
   void keep_head_output(size_t node, int64_t row);
 
   Eagle3Drafter& drafter_;

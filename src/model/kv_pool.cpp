@@ -163,6 +163,18 @@ int64_t KVPool::cached_blocks() const {
   return static_cast<int64_t>(by_key_.size());
 }
 
+int64_t KVPool::drop_idle_cached() {
+  std::lock_guard lock(mutex_);
+  const int64_t dropped = static_cast<int64_t>(idle_.size());
+  while (!idle_.empty()) {
+    const int32_t block = idle_.front();
+    evict(block);
+    --evicted_;  // not taken back for room
+    free_.push_back(block);
+  }
+  return dropped;
+}
+
 int64_t KVPool::evicted_blocks() const {
   std::lock_guard lock(mutex_);
   return evicted_;

@@ -61,6 +61,9 @@ class KVPool {
   uint64_t offer(int32_t block, uint64_t parent, std::span<const int32_t> tokens);
   int64_t cached_blocks() const;
   int64_t evicted_blocks() const;  // cached blocks taken back for room since the start
+  // Forgets every cached block no cache holds (they become free); returns how many. Blocks running sequences hold
+  // stay cached. The server's /flush_cache, so that a benchmark's runs each start from a cold cache.
+  int64_t drop_idle_cached();
 
  private:
   struct Entry {

@@ -205,6 +205,21 @@ void add_routes(httplib::Server& s, RouteContext& c) {
   s.Get("/metrics", guarded([&c](const Request&, Response& res) {
           res.set_content(c.metrics.render(), "text/plain; version=0.0.4");
         }));
+  // SGLang's /flush_cache: the prefix cache forgets what no running request holds (bench serve flushes before each
+  // run).
+  auto flush = guarded([&c](const Request&, Response& res) {
+    if (!c.engine.kv_pool().caches_prefixes()) {
+      res.set_content("No prefix cache to flush (--disable-radix-cache).\n", "text/plain");
+      return;
+    }
+    const int64_t blocks = c.engine.kv_pool().drop_idle_cached();
+    c.scheduler.publish_kv();
+    res.set_content(
+        "Cache flushed: " + std::to_string(blocks) + " blocks freed (blocks that running requests hold stay cached).\n",
+        "text/plain");
+  });
+  s.Get("/flush_cache", flush);
+  s.Post("/flush_cache", flush);
   s.Post("/v1/completions",
          guarded([&c](const Request& req, Response& res) { generation(c, req, res, Endpoint::Completions); }));
   s.Post("/v1/chat/completions",

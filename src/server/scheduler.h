@@ -29,11 +29,11 @@ class Scheduler {
   Admit submit(std::shared_ptr<Job> job);
   // Refuses new jobs, cancels the queued and running ones (they finish with "abort"), joins the thread.
   void shutdown();
+  void publish_kv();  // the KV pool's use, to the metrics (any thread)
 
  private:
   void loop();
   void publish_load();  // holds mutex_
-  void publish_kv();    // the KV pool's use, to the metrics
   void admit(std::shared_ptr<Job> job, std::vector<std::unique_ptr<Sequence>>& sequences);
   void abort_unstarted(std::shared_ptr<Job> job);  // a job cancelled before it ran: answered without the model
   // Chunked prefill: one forward of the earliest admitted sequence still prefilling, between two decode steps.

@@ -83,7 +83,7 @@ bool PlainSequence::prefill_piece() {
   return true;
 }
 
-SequenceBatch PlainSequence::plan(int, int) {
+SequenceBatch PlainSequence::end_plan(DraftTree) {
   if (cache_.size() >= context_) fail("context of ", context_, " tokens is full (raise --ctx)");
   return {&cache_, {.tokens = {&token_, 1}}};
 }
@@ -114,15 +114,78 @@ int drafts_within_rows(int row_budget, int sequences) {
   return row_budget < 0 ? -1 : std::max(0, row_budget - sequences);
 }
 
+SequenceBatch BatchedSequence::plan(int draft_tokens, int sequences) {
+  const Drafting d = begin_plan(draft_tokens, sequences);
+  if (d.proposer == nullptr) return end_plan({});
+  if (!d.extension.tokens.empty()) {
+    const Timer forward;
+    d.proposer->extend(d.extension.tokens, d.extension.target_aux, d.extension.first_position);
+    extended({static_cast<int64_t>(d.extension.tokens.size()), forward.seconds()});
+  }
+  return end_plan(draft_alone(start_round(), *d.proposer));
+}
+
+namespace {
+
+// The drafting sequences' extensions in one forward, then their rounds, one forward per depth.
+void draft_together(std::span<BatchedSequence* const> sequences, std::span<const BatchedSequence::Drafting> drafting,
+                    std::vector<DraftRound>& rounds) {
+  std::vector<Proposer*> proposers;
+  std::vector<Proposer::Extension> extensions;
+  std::vector<size_t> who;
+  int64_t rows = 0;
+  for (size_t i = 0; i < sequences.size(); ++i)
+    if (drafting[i].proposer != nullptr && !drafting[i].extension.tokens.empty()) {
+      proposers.push_back(drafting[i].proposer);
+      extensions.push_back(drafting[i].extension);
+      who.push_back(i);
+      rows += static_cast<int64_t>(drafting[i].extension.tokens.size());
+    }
+  if (!proposers.empty()) {
+    const Timer forward;
+    proposers[0]->extend_together(proposers, extensions);
+    const double seconds = forward.seconds();
+    for (size_t i : who) sequences[i]->extended({rows, seconds});
+  }
+  rounds.resize(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i)
+    if (drafting[i].proposer != nullptr) rounds[i] = sequences[i]->start_round();
+  for (;;) {
+    proposers.clear();
+    who.clear();
+    std::vector<std::span<const DraftStep>> nodes;
+    rows = 0;
+    for (size_t i = 0; i < rounds.size(); ++i)
+      if (!rounds[i].done()) {
+        proposers.push_back(drafting[i].proposer);
+        nodes.push_back(rounds[i].steps());
+        who.push_back(i);
+        rows += static_cast<int64_t>(nodes.back().size());
+      }
+    if (proposers.empty()) return;
+    const Timer forward;
+    proposers[0]->expand_together(proposers, nodes);
+    const DraftForward done{rows, forward.seconds()};
+    for (size_t i : who) rounds[i].resume(done);
+  }
+}
+
+}  // namespace
+
 int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences,
                       std::span<const int> draft_tokens, std::vector<std::vector<int32_t>>& out) {
   if (draft_tokens.size() != sequences.size())
     fail("step_together: ", draft_tokens.size(), " budgets for ", sequences.size(), " sequences");
+  std::vector<BatchedSequence::Drafting> drafting;
+  for (size_t i = 0; i < sequences.size(); ++i)
+    drafting.push_back(sequences[i]->begin_plan(draft_tokens[i], static_cast<int>(sequences.size())));
+  std::vector<DraftRound> rounds;
+  draft_together(sequences, drafting, rounds);
   std::vector<SequenceBatch> rows;
   rows.reserve(sequences.size());
   int64_t total = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
-    rows.push_back(sequences[i]->plan(draft_tokens[i], static_cast<int>(sequences.size())));
+    rows.push_back(sequences[i]->end_plan(rounds[i].valid() ? rounds[i].take() : DraftTree{}));
     total += static_cast<int64_t>(rows.back().batch.tokens.size());
   }
   const Timer forward;

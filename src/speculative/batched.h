@@ -15,6 +15,8 @@
 
 #include "model/transformer.h"
 #include "sample/sampler.h"
+#include "speculative/draft_round.h"
+#include "speculative/proposer.h"
 
 namespace eaglet {
 
@@ -42,7 +44,18 @@ class BatchedSequence {
   virtual int32_t first_token() const = 0;
   // Prepares the next step with at most `draft_tokens` drafted tokens (0: the last token alone, a plain decode
   // step) and returns its rows, valid until finish(). `sequences`: how many share the step's forward (1: alone).
-  virtual SequenceBatch plan(int draft_tokens, int sequences) = 0;
+  // Drafts alone: begin_plan, the proposer's extension, the round with one expand per depth, end_plan.
+  SequenceBatch plan(int draft_tokens, int sequences);
+  // plan() in parts, so that step_together runs the drafter once for all sequences: for the extensions, then per
+  // depth of their rounds. A sequence that drafts nothing this step gives no proposer.
+  struct Drafting {
+    Proposer* proposer = nullptr;
+    Proposer::Extension extension;  // the pairs to extend the proposer with before the round (none: no tokens)
+  };
+  virtual Drafting begin_plan(int draft_tokens, int sequences) = 0;
+  virtual void extended(DraftForward) {}               // the extension ran, in a forward of these rows and time
+  virtual DraftRound start_round() { return {}; }      // after the extension: the round to draft
+  virtual SequenceBatch end_plan(DraftTree tree) = 0;  // the round's tree (without a proposer: ignored)
   // Reads its results from the step's forward, where it was sequence `index`; appends the tokens it emits (>= 1).
   virtual void finish(size_t index, std::vector<int32_t>& out) = 0;
   // Before finish: the step's forward, all sequences' rows together, and its time (a policy's cost model learns T).
@@ -87,7 +100,8 @@ class PlainSequence : public BatchedSequence {
   void start_prefill(std::span<const int32_t> prompt) override;
   bool prefill_piece() override;
   int32_t first_token() const override { return token_; }
-  SequenceBatch plan(int draft_tokens, int sequences) override;
+  Drafting begin_plan(int, int) override { return {}; }
+  SequenceBatch end_plan(DraftTree) override;
   void finish(size_t index, std::vector<int32_t>& out) override;
   int max_draft_tokens() const override { return 0; }
   int64_t kv_blocks_for_next(int) const override;
@@ -118,7 +132,9 @@ std::vector<int> share_draft_budget(std::span<const int> max_draft, int budget);
 int drafts_within_rows(int row_budget, int sequences);
 
 // One step of all sequences: plan each with draft_tokens[i], one target forward, finish each; out[i] receives the
-// tokens sequence i emitted. Returns the forward's rows.
+// tokens sequence i emitted. Returns the forward's rows. The drafting sequences draft together: one drafter forward
+// for their extensions, then one per depth for the nodes of all rounds still growing (Proposer::expand_together);
+// each drafts the tree it would draft alone.
 int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences,
                       std::span<const int> draft_tokens, std::vector<std::vector<int32_t>>& out);
 

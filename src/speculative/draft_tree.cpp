@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "kernels/ops.h"
+#include "speculative/draft_round.h"
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -96,13 +97,27 @@ DraftTree keep_nodes(const DraftTree& tree, const std::vector<bool>& keep) {
   return kept;
 }
 
-DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_vocab, const DraftParams& p,
+DraftTree draft_alone(DraftRound round, Proposer& proposer) {
+  while (!round.done()) {
+    const Timer forward;
+    proposer.expand(round.steps());
+    round.resume({static_cast<int64_t>(round.steps().size()), forward.seconds()});
+  }
+  return round.take();
+}
+
+DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_vocab, const DraftParams& params,
                      const SamplingParams* sampling, Sampler* sampler) {
+  return draft_alone(draft_tree_round(proposer, root_token, target_vocab, params, sampling, sampler), proposer);
+}
+
+DraftRound draft_tree_round(Proposer& proposer, int32_t root_token, int64_t target_vocab, DraftParams p,
+                            const SamplingParams* sampling, Sampler* sampler) {
   const int64_t Vd = proposer.draft_vocab();
   const int budget = p.num_draft_tokens - 1;
   DraftTree tree;
   tree.nodes.push_back({root_token, -1, 0, 0.0});
-  if (budget <= 0 || p.num_steps <= 0) return tree;
+  if (budget <= 0 || p.num_steps <= 0) co_return tree;
   std::vector<DraftChoice> top;
   auto add_child = [&](int parent, int32_t draft_id, double lp) {
     const DraftNode& par = tree.nodes[static_cast<size_t>(parent)];
@@ -111,19 +126,16 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
   };
   std::vector<DraftStep> steps;
   double forward_seconds = 0;
-  auto feed = [&](const std::vector<int>& nodes) {
-    draft_steps(tree, nodes, steps);
-    const Timer forward;
-    proposer.expand(steps);
-    forward_seconds += forward.seconds();
-  };
 
   if (sampling == nullptr && p.topk == 1) {
     // A greedy chain: the best id after each node, nothing else of the distribution (the proposer may then skip
     // computing it; Proposer::set_best_only). Every node is kept, so no score is needed: they stay 0.
     int last = 0;
     for (int depth = 1; depth <= std::min(p.num_steps, budget); ++depth) {
-      if (depth > 1) feed({last});
+      if (depth > 1) {
+        draft_steps(tree, std::vector<int>{last}, steps);
+        forward_seconds += (co_yield steps).seconds;
+      }
       last = add_child(last, proposer.best(last), 0.0);
     }
   } else if (sampling == nullptr) {
@@ -132,7 +144,8 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
     top_draft_ids(proposer.logits(0), Vd, p.topk, top);
     for (const DraftChoice& c : top) beams.push_back(add_child(0, c.id, c.log_q));
     for (int depth = 2; depth <= p.num_steps; ++depth) {
-      feed(beams);
+      draft_steps(tree, beams, steps);
+      forward_seconds += (co_yield steps).seconds;
       std::vector<int> candidates;
       for (int b : beams) {
         top_draft_ids(proposer.logits(b), Vd, p.topk, top);
@@ -164,7 +177,10 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
     while (true) {
       const int k = std::min(p.topk, budget - static_cast<int>(tree.nodes.size() - 1));
       if (k <= 0 || depth > p.num_steps) break;
-      if (expand != 0) feed({expand});
+      if (expand != 0) {
+        draft_steps(tree, std::vector<int>{expand}, steps);
+        forward_seconds += (co_yield steps).seconds;
+      }
       sampling_distribution({proposer.logits(expand), static_cast<size_t>(Vd)}, *sampling, q);
       tree.child_q.resize(tree.nodes.size());
       tree.child_q[static_cast<size_t>(expand)] = to_target_vocab(q, proposer, target_vocab);
@@ -182,7 +198,7 @@ DraftTree draft_tree(Proposer& proposer, int32_t root_token, int64_t target_voca
   }
   proposer.end_round();
   tree.forward_seconds = forward_seconds;
-  return tree;
+  co_return tree;
 }
 
 }  // namespace eaglet

@@ -56,6 +56,23 @@ class Proposer {
   virtual void expand(std::span<const DraftStep> nodes) = 0;
   // Forgets the round's nodes (and whatever state they added).
   virtual void end_round() = 0;
+
+  // Several proposers' extend(), or expand(), in one forward where they can share it (a server's sequences over one
+  // drafter): each ends exactly as its own call would leave it, bit for bit. Called on any of them; by default each
+  // runs its own.
+  struct Extension {
+    std::span<const int32_t> tokens;
+    const float* target_aux = nullptr;
+    int32_t first_position = 0;
+  };
+  virtual void extend_together(std::span<Proposer* const> proposers, std::span<const Extension> extensions) {
+    for (size_t i = 0; i < proposers.size(); ++i)
+      proposers[i]->extend(extensions[i].tokens, extensions[i].target_aux, extensions[i].first_position);
+  }
+  virtual void expand_together(std::span<Proposer* const> proposers,
+                               std::span<const std::span<const DraftStep>> nodes) {
+    for (size_t i = 0; i < proposers.size(); ++i) proposers[i]->expand(nodes[i]);
+  }
 };
 
 }  // namespace eaglet

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <numeric>
 
-#include "util/timer.h"
-
 namespace eaglet {
 
 namespace {
@@ -14,6 +12,7 @@ constexpr int kFirstProbe = 8;    // plain steps before the first probe
 constexpr int kLastProbe = 128;   // the longest wait between probes
 constexpr int kProbeNodes = 4;    // the first round and probes at most: they test the drafter, they do not bet on it
 constexpr double kBestChildRate = 0.1;
+constexpr double kOthersRate = 0.2;  // weight of one draft forward in the running mean of the other sequences' rows
 }  // namespace
 
 std::string_view policy_name(SpecPolicy policy) { return policy == SpecPolicy::Auto ? "auto" : "static"; }
@@ -26,6 +25,15 @@ RoundPolicy::RoundPolicy(CostModel costs, AcceptancePrior prior)
 double RoundPolicy::plain_rate(int sequences) const { return sequences / costs_.verify_seconds(sequences); }
 
 DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftParams& limits, int sequences) {
+  return draft_alone(grow_round(proposer, root_token, limits, sequences), proposer);
+}
+
+double RoundPolicy::draft_share(int nodes) const {
+  const double others = std::max(others_rows_, 0.0);
+  return costs_.draft_seconds(static_cast<int>(std::lround(others)) + nodes) * nodes / (others + nodes);
+}
+
+DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, DraftParams limits, int sequences) {
   const int B = std::max(sequences, 1);
   const int64_t Vd = proposer.draft_vocab();
   const int budget = std::min(limits.num_draft_tokens - 1, learn_ ? kProbeNodes : limits.num_draft_tokens);
@@ -96,20 +104,19 @@ DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftP
           d < best_child_p_.size() && best_child_p_[d] >= 0 ? best_child_p_[d] : p[static_cast<size_t>(x)];
       const double g = gain + value[static_cast<size_t>(x)] * child_p;
       const int n = static_cast<int>(expand.size()) + 1;
-      const double cost =
-          costs_.draft_seconds(n) + costs_.verify_seconds(B + best_n + n) - costs_.verify_seconds(B + best_n);
+      const double cost = draft_share(n) + costs_.verify_seconds(B + best_n + n) - costs_.verify_seconds(B + best_n);
       if (!(g > rate * cost)) break;
       gain = g;
       expand.push_back(x);
     }
     if (expand.empty()) break;
     draft_steps(tree, expand, steps);
-    const Timer forward;
-    proposer.expand(steps);
-    const double seconds = forward.seconds();
-    tree.forward_seconds += seconds;
-    costs_.observe_draft(static_cast<int>(expand.size()), seconds);
-    draft_spent += costs_.draft_seconds(static_cast<int>(expand.size()));
+    const int n = static_cast<int>(expand.size());
+    const DraftForward forward = co_yield steps;
+    tree.forward_seconds += forward.seconds;
+    costs_.observe_draft(static_cast<int>(forward.rows), forward.seconds);
+    draft_spent += draft_share(n);
+    others_rows_ += kOthersRate * (static_cast<double>(forward.rows - n) - others_rows_);
     expanded = std::move(expand);
   }
   proposer.end_round();
@@ -121,7 +128,7 @@ DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftP
   round_seconds_ = costs_.overhead_seconds() + draft_spent + costs_.verify_seconds(B + best_n);
   std::vector<bool> keep(tree.nodes.size(), false);
   for (int i = 0; i < best_n; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
-  return keep_nodes(tree, keep);
+  co_return keep_nodes(tree, keep);
 }
 
 void RoundPolicy::observe(const DraftTree& tree, std::span<const int32_t> kept) {

@@ -23,6 +23,7 @@
 
 #include "speculative/acceptance_model.h"
 #include "speculative/cost_model.h"
+#include "speculative/draft_round.h"
 #include "speculative/draft_tree.h"
 #include "speculative/proposer.h"
 
@@ -43,6 +44,9 @@ class RoundPolicy {
   // distribution after the root, for a forward shared by `sequences` (1: alone); the proposer forgets the round
   // before this returns.
   DraftTree grow(Proposer& proposer, int32_t root_token, const DraftParams& limits, int sequences = 1);
+  // The same round, its draft forwards left to the caller (draft_round.h): a server runs those of all its sequences
+  // together.
+  DraftRound grow_round(Proposer& proposer, int32_t root_token, DraftParams limits, int sequences);
   // The verify's outcome: `kept` are the tree indices of the root and the accepted path.
   void observe(const DraftTree& tree, std::span<const int32_t> kept);
   // After each round, drafted or not: decides whether the next one drafts.
@@ -53,6 +57,10 @@ class RoundPolicy {
   double plain_rate(int sequences = 1) const;  // tokens per second of a plain step of `sequences`
 
  private:
+  // A draft step's time that `nodes` nodes of this sequence answer for: their share of a forward that also runs the
+  // other sequences' nodes (others_rows_ of them, as last seen; alone, the whole forward).
+  double draft_share(int nodes) const;
+
   CostModel costs_;
   AcceptanceModel acceptance_;
   std::vector<double> best_child_p_;  // [d]: running mean of the best child's p under an expanded node of depth d
@@ -61,6 +69,7 @@ class RoundPolicy {
   int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8;
   int sequences_ = 1;         // the round's batch (grow)
   double round_seconds_ = 0;  // the round's expected time but for the extend (grow), to judge its outcome
+  double others_rows_ = 0;    // running mean of the other sequences' rows in this sequence's draft forwards
 };
 
 }  // namespace eaglet

@@ -128,24 +128,48 @@ void SpeculativeDecoder::step(std::vector<int32_t>& out) {
   finish(0, out);
 }
 
-SequenceBatch SpeculativeDecoder::plan(int draft_tokens, int sequences) {
+BatchedSequence::Drafting SpeculativeDecoder::begin_plan(int draft_tokens, int sequences) {
   const int64_t P = target_cache_.size();  // the root's position
   if (P >= config_.context || P + config_.round.draft.num_draft_tokens + 1 > target_cache_.capacity())
     fail("context of ", config_.context, " tokens is full (raise --ctx)");
   round_timer_ = Timer();
+  sequences_ = sequences;
   undrafted_ = draft_tokens <= 0 || (policy_ && !policy_->drafts());
-  DraftParams params = config_.round.draft;
+  DraftParams& params = round_params_;
+  params = config_.round.draft;
   params.num_draft_tokens = std::min(params.num_draft_tokens, undrafted_ ? 1 : draft_tokens + 1);
   params.num_steps =
       static_cast<int>(std::min<int64_t>({params.num_steps, config_.context - 1 - P, params.num_draft_tokens - 1}));
-  planned_extend_seconds_ = policy_ && !undrafted_ ? extend_pending() : 0;
-  if (policy_ && !undrafted_ && !sampled_tree()) {
-    tree_ = policy_->grow(proposer_, root_token_, params, sequences);
-    undrafted_ = tree_.nodes.size() == 1;
-  } else {
-    tree_ = draft_tree(proposer_, root_token_, target_.config().vocab_size, params,
-                       sampled_tree() ? &config_.sampling : nullptr, &sampler_);
+  planned_extend_seconds_ = 0;
+  if (undrafted_) return {};
+  Drafting d{&proposer_, {}};
+  if (policy_ && !pending_tokens_.empty())  // auto: the pairs deferred since the last round that drafted
+    d.extension = {pending_tokens_, pending_aux_.data(), static_cast<int32_t>(pending_position_)};
+  return d;
+}
+
+void SpeculativeDecoder::extended(DraftForward forward) {
+  policy_->costs().observe_extend(static_cast<int>(forward.rows), forward.seconds);
+  planned_extend_seconds_ = forward.seconds;
+  pending_tokens_.clear();
+  pending_aux_.clear();
+}
+
+DraftRound SpeculativeDecoder::start_round() {
+  if (policy_ && !sampled_tree()) return policy_->grow_round(proposer_, root_token_, round_params_, sequences_);
+  return draft_tree_round(proposer_, root_token_, target_.config().vocab_size, round_params_,
+                          sampled_tree() ? &config_.sampling : nullptr, &sampler_);
+}
+
+SequenceBatch SpeculativeDecoder::end_plan(DraftTree tree) {
+  const int64_t P = target_cache_.size();
+  if (undrafted_) {
+    tree = {};
+    tree.nodes.push_back({root_token_, -1, 0, 0.0});
+  } else if (policy_ && !sampled_tree()) {
+    undrafted_ = tree.nodes.size() == 1;
   }
+  tree_ = std::move(tree);
   drafted_seconds_ = round_timer_.seconds();
   draft_forward_seconds_ = tree_.forward_seconds;
 
@@ -227,7 +251,7 @@ std::vector<int32_t> SpeculativeDecoder::emit_tokens(std::span<const int32_t> ke
   return pair_tokens;
 }
 
-// The pairs of this round. Auto defers them to the next round that drafts (extend_pending): the proposer's state only
+// The pairs of this round. Auto defers them to the next round that drafts (begin_plan): the proposer's state only
 // matters then, and one extend over many pairs costs less than many.
 void SpeculativeDecoder::extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position) {
   if (policy_) {
@@ -237,17 +261,6 @@ void SpeculativeDecoder::extend_proposer(std::span<const int32_t> pair_tokens, i
     return;
   }
   proposer_.extend(pair_tokens, aux_rows_.data(), static_cast<int32_t>(root_position));
-}
-
-double SpeculativeDecoder::extend_pending() {
-  if (pending_tokens_.empty()) return 0;
-  const Timer t;
-  proposer_.extend(pending_tokens_, pending_aux_.data(), static_cast<int32_t>(pending_position_));
-  const double seconds = t.seconds();
-  policy_->costs().observe_extend(static_cast<int>(pending_tokens_.size()), seconds);
-  pending_tokens_.clear();
-  pending_aux_.clear();
-  return seconds;
 }
 
 void SpeculativeDecoder::record_round_time(double verified, double committed, double extended) {

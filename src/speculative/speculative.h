@@ -57,7 +57,10 @@ class SpeculativeDecoder : public BatchedSequence {
   // `draft_tokens` tokens (0: the root alone, a plain step that is not counted as a verify), with the auto policy
   // weighing its rows against the `sequences` that share the forward; finish reads the target's rows of sequence
   // `index`: accept a path, keep its aux rows, commit its KV, extend the proposer (auto: when a round next drafts).
-  SequenceBatch plan(int draft_tokens, int sequences) override;
+  Drafting begin_plan(int draft_tokens, int sequences) override;
+  void extended(DraftForward forward) override;
+  DraftRound start_round() override;
+  SequenceBatch end_plan(DraftTree tree) override;
   void finish(size_t index, std::vector<int32_t>& out) override;
   void observe_forward(int64_t rows, double seconds) override {
     forward_rows_ = rows;
@@ -70,6 +73,7 @@ class SpeculativeDecoder : public BatchedSequence {
   int64_t context() const override { return config_.context; }
 
   const SpecStats& stats() const { return stats_; }
+  const DraftTree& tree() const { return tree_; }  // the last planned round's tree (root alone: no drafts)
   double drafter_prefill_seconds() const { return drafter_prefill_seconds_; }  // the proposer's pass over the prompt
   int64_t root_position() const override { return target_cache_.size(); }      // the position of the last emitted token
 
@@ -83,7 +87,6 @@ class SpeculativeDecoder : public BatchedSequence {
   std::vector<int32_t> emit_tokens(std::span<const int32_t> kept, const Acceptance& acc, const float* logits,
                                    std::vector<int32_t>& out);
   void extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position);
-  double extend_pending();  // auto: the deferred pairs, before a round drafts; returns its seconds
   void record_round_time(double verified, double committed, double extended);
   void reuse_cached_prefix();
   void inform_policy(std::span<const int32_t> kept, double verified, double committed);
@@ -97,6 +100,8 @@ class SpeculativeDecoder : public BatchedSequence {
   SpecStats stats_;
   std::vector<float> aux_rows_;
   // The planned round, between plan and finish.
+  DraftParams round_params_;
+  int sequences_ = 1;
   DraftTree tree_;
   std::vector<int32_t> tokens_, positions_;
   std::vector<uint8_t> mask_;

@@ -1,6 +1,7 @@
 // The server's prefix cache on the real 19M model and its shipped drafter: requests that share a long start of their
 // prompts compute it once, their usage and the metrics say how many tokens were cached, and every answer equals the
-// answer of a server without the cache (--disable-radix-cache), speculative and plain, one at a time or together.
+// answer of a server without the cache (--disable-radix-cache), speculative and plain, one at a time or together;
+// /flush_cache empties it.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -77,6 +78,16 @@ TEST(PrefixCacheServer, SharedStartsAreComputedOnceAndNoAnswerChanges) {
   EXPECT_GT(test::metric(m, "eaglet:prefix_cache_hit_rate"), 0.5) << m;
   EXPECT_GT(test::metric(m, "eaglet:kv_cache_blocks_cached"), 0) << m;
   EXPECT_EQ(test::metric(m, "eaglet:kv_cache_usage_perc"), 0) << "cached blocks no sequence holds count as free";
+
+  // SGLang's /flush_cache: the cache forgets, and the same request computes its whole prompt again, same answer.
+  const test::HttpAnswer flushed = post_json(server, "/flush_cache", "");
+  EXPECT_EQ(flushed.status, 200) << flushed.body;
+  EXPECT_NE(flushed.body.find("Cache flushed: "), std::string::npos) << flushed.body;
+  EXPECT_EQ(test::metric(test::get(server, "/metrics").body, "eaglet:kv_cache_blocks_cached"), 0);
+  const test::HttpAnswer again = post_json(server, "/v1/completions", request(0).dump());
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(again.json["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(again.json["choices"][0]["text"], want[0].first);
 }
 
 }  // namespace

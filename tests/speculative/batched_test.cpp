@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <random>
@@ -31,6 +32,7 @@ struct LaneRun {
   std::vector<int32_t> tokens;
   std::vector<TokenLogprob> logprobs;
   SpecStats stats;
+  std::vector<DraftTree> trees;  // each step's (speculative lanes)
 };
 
 // One sequence of the test: plain (no draft setting) or speculative with its own proposer.
@@ -56,6 +58,10 @@ void make_decoder(Lane& lane, Transformer& target, Eagle3Drafter& drafter, int n
   lane.run.tokens.push_back(lane.decoder->prefill(lane.prompt));
 }
 
+void record_tree(Lane& lane) {
+  if (auto* spec = dynamic_cast<SpeculativeDecoder*>(lane.decoder.get())) lane.run.trees.push_back(spec->tree());
+}
+
 void collect(Lane& lane, int n) {
   for (auto& l : lane.decoder->take_logprobs()) lane.run.logprobs.push_back(std::move(l));
   if (auto* spec = dynamic_cast<SpeculativeDecoder*>(lane.decoder.get())) lane.run.stats = spec->stats();
@@ -71,6 +77,7 @@ LaneRun alone(Lane& lane, Transformer& target, Eagle3Drafter& drafter, int n) {
   const int draft[] = {lane.decoder->max_draft_tokens()};
   while (static_cast<int>(lane.run.tokens.size()) < n) {
     step_together(target, one, draft, out);
+    record_tree(lane);
     lane.run.tokens.insert(lane.run.tokens.end(), out[0].begin(), out[0].end());
   }
   collect(lane, n);
@@ -95,11 +102,25 @@ int together(std::vector<Lane>& lanes, Transformer& target, Eagle3Drafter& draft
     shared += running.size() > 1;
     std::vector<std::vector<int32_t>> out;
     step_together(target, running, share_draft_budget(max_draft, budget), out);
-    for (size_t i = 0; i < owners.size(); ++i)
+    for (size_t i = 0; i < owners.size(); ++i) {
+      record_tree(*owners[i]);
       owners[i]->run.tokens.insert(owners[i]->run.tokens.end(), out[i].begin(), out[i].end());
+    }
   }
   for (Lane& lane : lanes) collect(lane, n);
   return shared;
+}
+
+// Same nodes: tokens, parents, depths, and scores to the bit (the drafter's log q, computed from its logits).
+bool same_tree(const DraftTree& a, const DraftTree& b) {
+  if (a.nodes.size() != b.nodes.size()) return false;
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const DraftNode &x = a.nodes[i], &y = b.nodes[i];
+    if (x.token != y.token || x.parent != y.parent || x.depth != y.depth ||
+        std::memcmp(&x.score, &y.score, sizeof x.score) != 0)
+      return false;
+  }
+  return true;
 }
 
 struct PairCase {
@@ -140,6 +161,13 @@ TEST_P(BatchedDecoding, EverySequenceEmitsWhatItEmitsAlone) {
       }
       drafted += lanes[i].run.stats.drafted;
       accepted += lanes[i].run.stats.accepted;
+    }
+    if (budget < 0) {  // uncapped, each sequence drafted together the very trees it drafts alone, bit for bit
+      for (size_t i = 0; i < lanes.size(); ++i) {
+        ASSERT_EQ(lanes[i].run.trees.size(), want[i].trees.size()) << "sequence " << i;
+        for (size_t r = 0; r < want[i].trees.size(); ++r)
+          EXPECT_TRUE(same_tree(lanes[i].run.trees[r], want[i].trees[r])) << "sequence " << i << " round " << r;
+      }
     }
     if (budget == 0) {
       EXPECT_EQ(drafted, 0);

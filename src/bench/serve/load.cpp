@@ -117,6 +117,14 @@ RequestResult stream_completion(const Endpoint& server, const json& body) {
   return r;
 }
 
+// Empties the server's prefix cache (/flush_cache), so that each run starts cold: a run after another would otherwise
+// find the same prompts cached and skip their prefill. False when the server could not.
+bool flush_prefix_cache(const Endpoint& server) {
+  httplib::Client client(server.host, server.port);
+  const httplib::Result res = client.Post("/flush_cache");
+  return res && res->status == 200;
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -287,10 +295,12 @@ int run_serve(const BenchArgs& a) {
     fail("bench serve: ", url, " did not answer a completion: ", w.error);
   const bool speculative = a.url.empty() ? !drafter.empty() : true;  // a running server decides itself
   // Speculative and plain interleaved per client count, so that a drift of the machine's speed (a VM's is large)
-  // falls on both alike; the table lists speculative rows first.
+  // falls on both alike, and each from an empty prefix cache; the table lists speculative rows first.
   std::vector<Level> levels;
   for (const int clients : a.clients)
     for (const bool spec : speculative ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+      if (!flush_prefix_cache(server))
+        fail("bench serve: ", url, " did not flush its prefix cache (POST /flush_cache)");
       levels.push_back(run_level(server, prompts, a, spec, clients));
       log_info(strprintf("bench serve: %s, %d clients: %d requests in %.2f s", spec ? "speculative" : "plain", clients,
                          levels.back().requests, levels.back().wall_s));
