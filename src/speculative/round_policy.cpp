@@ -35,6 +35,8 @@ double RoundPolicy::draft_share(int nodes) const {
 
 DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, DraftParams limits, int sequences) {
   const int B = std::max(sequences, 1);
+  // Until a draft forward shows them, the other sequences are expected to expand a node each per depth.
+  if (!others_seen_) others_rows_ = B - 1;
   const int64_t Vd = proposer.draft_vocab();
   const int budget = std::min(limits.num_draft_tokens - 1, learn_ ? kProbeNodes : limits.num_draft_tokens);
   DraftTree tree;
@@ -117,6 +119,7 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
     costs_.observe_draft(static_cast<int>(forward.rows), forward.seconds);
     draft_spent += draft_share(n);
     others_rows_ += kOthersRate * (static_cast<double>(forward.rows - n) - others_rows_);
+    others_seen_ = true;
     expanded = std::move(expand);
   }
   proposer.end_round();

@@ -70,6 +70,7 @@ class RoundPolicy {
   int sequences_ = 1;         // the round's batch (grow)
   double round_seconds_ = 0;  // the round's expected time but for the extend (grow), to judge its outcome
   double others_rows_ = 0;    // running mean of the other sequences' rows in this sequence's draft forwards
+  bool others_seen_ = false;  // a draft forward has been observed
 };
 
 }  // namespace eaglet
