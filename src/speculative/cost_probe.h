@@ -16,6 +16,7 @@ namespace eaglet {
 struct CostProbeOptions {
   int max_rows = 32;            // verify rows and draft nodes measured up to
   double budget_seconds = 2.0;  // repeats stop once spent (every point is measured at least once)
+  double cached_drift = 1.3;    // a cached T(1) this far from T(1) timed now, either way, is measured again
 };
 
 // Times forwards of `target` (aux capture set to the proposer's layers) and of `proposer` (reset, then restored to
@@ -27,8 +28,9 @@ std::string cost_cache_key(const std::vector<std::string>& dirs);
 // The cache file for a key ("" when caching is off or no home is known).
 std::string cost_cache_path(const std::string& key);
 
-// The cached model for `key`, else a measurement (then cached). `how` receives "measured in 1.2 s" or "cached in
-// PATH".
+// The cached model for `key`, else a measurement (then cached). A cached model whose T(1) is more than
+// options.cached_drift off T(1) timed now (a file written on a busy machine, or a busy machine now) is measured again.
+// `how` receives "measured in 1.2 s" (and why, where a cached file was not used) or "cached in PATH".
 CostModel load_or_probe_costs(Transformer& target, Proposer& proposer, const std::string& key, std::string* how,
                               const CostProbeOptions& options = {});
 

@@ -12,7 +12,8 @@ constexpr int kFirstProbe = 8;    // plain steps before the first probe
 constexpr int kLastProbe = 128;   // the longest wait between probes
 constexpr int kProbeNodes = 4;    // the first round and probes at most: they test the drafter, they do not bet on it
 constexpr double kBestChildRate = 0.1;
-constexpr double kOthersRate = 0.2;  // weight of one draft forward in the running mean of the other sequences' rows
+constexpr double kOutcomeRate = 0.3;  // weight of one round in the running mean of outcomes
+constexpr double kOthersRate = 0.2;   // weight of one draft forward in the running mean of the other sequences' rows
 }  // namespace
 
 std::string_view policy_name(SpecPolicy policy) { return policy == SpecPolicy::Auto ? "auto" : "static"; }
@@ -144,11 +145,16 @@ void RoundPolicy::observe(const DraftTree& tree, std::span<const int32_t> kept) 
     acceptance_.observe(q, node.depth, on_path[i]);
   }
   acceptance_.fade();
-  // A round pays when it was expected to and did: a drafter confidently wrong where the model has not yet learnt
-  // it (an unseen q bin or depth) keeps promising, so the outcome decides too.
+  // A round pays when it was expected to and the recent rounds did: a drafter confidently wrong where the model has
+  // not yet learnt it (an unseen q bin or depth) keeps promising, so the outcomes decide too. Their running mean,
+  // not each alone: a good drafter's round with nothing accepted is a matter of chance, and three in a row would
+  // send it to plain decoding for 8 steps.
   const int accepted = static_cast<int>(kept.size()) - 1;
   const double realized = (sequences_ + accepted) / (round_seconds_ + costs_.extend_seconds(1 + accepted));
-  paid_ = paid_ && realized >= plain_rate(sequences_);
+  const double outcome = realized / plain_rate(sequences_);
+  outcome_ = outcome_fresh_ ? outcome : outcome_ + kOutcomeRate * (outcome - outcome_);
+  outcome_fresh_ = false;
+  paid_ = paid_ && outcome_ >= 1.0;
 }
 
 void RoundPolicy::next_round() {
@@ -162,10 +168,12 @@ void RoundPolicy::next_round() {
     if (probing_) drafting_ = true, probe_interval_ = kFirstProbe;
   } else if (probing_) {
     probe_interval_ = std::min(2 * probe_interval_, kLastProbe);
+    outcome_fresh_ = true;  // the next probe is judged on its own outcome
   } else if (++unpaid_ >= kUnpaidRounds) {
     drafting_ = false;
     plain_since_ = 0;
     unpaid_ = 0;
+    outcome_fresh_ = true;
   }
   probing_ = false;
 }

@@ -12,11 +12,11 @@
 // In a batch of B sequences (the server), the round shares its forward: R(N) = (B + sum of v) / (extend + overhead +
 // draft steps + T(B + N)), against a plain step's B / T(B), the other sequences counted as one row each.
 //
-// Plain fallback: a round whose best R is below a plain step's rate (B / T(B)), or whose accepted tokens over its
-// expected time fell below it, did not pay; three in a row and the sequence decodes plainly, without running the
-// drafter (its extend is deferred until it drafts again), and probes after 8, 16, ... 128 plain steps. The first
-// round and every probe draft at most 4 nodes and verify at least the drafter's best child. Greedy output does not
-// depend on any of this: every tree is verified exactly.
+// Plain fallback: a round whose best R is below a plain step's rate (B / T(B)), or after which the running mean of
+// rounds' accepted tokens over their expected time fell below it, did not pay; three in a row and the sequence decodes
+// plainly, without running the drafter (its extend is deferred until it drafts again), and probes after 8, 16, ... 128
+// plain steps. The first round and every probe draft at most 4 nodes and verify at least the drafter's best child.
+// Greedy output does not depend on any of this: every tree is verified exactly.
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,7 +65,9 @@ class RoundPolicy {
   AcceptanceModel acceptance_;
   std::vector<double> best_child_p_;  // [d]: running mean of the best child's p under an expanded node of depth d
   bool drafting_ = true, probing_ = false, paid_ = true;
-  bool learn_ = true;  // this round verifies at least one draft (the first round, a probe)
+  double outcome_ = 0;         // running mean of rounds' realized rate over a plain step's
+  bool outcome_fresh_ = true;  // the next outcome starts the mean (the first round, a probe)
+  bool learn_ = true;          // this round verifies at least one draft (the first round, a probe)
   int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8;
   int sequences_ = 1;         // the round's batch (grow)
   double round_seconds_ = 0;  // the round's expected time but for the extend (grow), to judge its outcome

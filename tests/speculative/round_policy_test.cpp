@@ -400,8 +400,17 @@ TEST(CostCache, StoresReadsBackAndSurvivesABadCache) {
   EXPECT_NE(how.find("measured"), std::string::npos) << how;
   const std::string path = cost_cache_path(key);
   ASSERT_TRUE(std::filesystem::exists(path)) << how;
-  load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8});
+  load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8, .cached_drift = 1e9});  // any T(1) now
   EXPECT_EQ(how, "cached in " + path);
+  // A file measured on a machine 100x slower than now (a busy one) is measured again, and rewritten.
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+  for (auto& point : j["costs"]["verify"]) point[1] = point[1].get<double>() * 100;
+  { std::ofstream(path) << j.dump(); }
+  load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8});
+  EXPECT_NE(how.find("measured"), std::string::npos) << how;
+  EXPECT_NE(how.find("the cached file's T(1)"), std::string::npos) << how;
+  load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8, .cached_drift = 1e9});
+  EXPECT_EQ(how, "cached in " + path) << "the file was not rewritten";
   load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 16});
   EXPECT_NE(how.find("measured"), std::string::npos) << "fewer rows were cached than asked: " << how;
   { std::ofstream(path) << "{not json"; }
