@@ -10,7 +10,9 @@ namespace {
 constexpr int kUnpaidRounds = 3;  // rounds in a row that did not pay before decoding plainly
 constexpr int kFirstProbe = 8;    // plain steps before the first probe
 constexpr int kLastProbe = 128;   // the longest wait between probes
-constexpr int kProbeNodes = 4;    // the first round and probes at most: they test the drafter, they do not bet on it
+constexpr int kProbeNodes = 4;
+constexpr int kProbeRounds = 3;  // rounds of a probe, unless one pays first    // the first round and probes at most:
+                                 // they test the drafter, they do not bet on it
 constexpr double kBestChildRate = 0.1;
 constexpr double kOutcomeRate = 0.3;  // weight of one round in the running mean of outcomes
 constexpr double kOthersRate = 0.2;   // weight of one draft forward in the running mean of the other sequences' rows
@@ -160,13 +162,17 @@ void RoundPolicy::observe(const DraftTree& tree, std::span<const int32_t> kept) 
 void RoundPolicy::next_round() {
   learn_ = false;
   if (!drafts()) {
-    if (++plain_since_ >= probe_interval_) probing_ = learn_ = true, plain_since_ = 0;
+    if (++plain_since_ >= probe_interval_) probing_ = learn_ = true, plain_since_ = 0, probe_left_ = kProbeRounds;
     return;
   }
   if (paid_) {
     unpaid_ = 0;
     if (probing_) drafting_ = true, probe_interval_ = kFirstProbe;
   } else if (probing_) {
+    if (--probe_left_ > 0) {  // a probe is judged on the mean of its rounds: one rejection is chance
+      learn_ = true;
+      return;
+    }
     probe_interval_ = std::min(2 * probe_interval_, kLastProbe);
     outcome_fresh_ = true;  // the next probe is judged on its own outcome
   } else if (++unpaid_ >= kUnpaidRounds) {

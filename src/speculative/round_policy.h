@@ -15,7 +15,8 @@
 // Plain fallback: a round whose best R is below a plain step's rate (B / T(B)), or after which the running mean of
 // rounds' accepted tokens over their expected time fell below it, did not pay; three in a row and the sequence decodes
 // plainly, without running the drafter (its extend is deferred until it drafts again), and probes after 8, 16, ... 128
-// plain steps. The first round and every probe draft at most 4 nodes and verify at least the drafter's best child.
+// plain steps, a probe being up to 3 rounds judged on their running mean (one rejection is chance). The first round
+// and every probe round draft at most 4 nodes and verify at least the drafter's best child.
 // Greedy output does not depend on any of this: every tree is verified exactly.
 #include <span>
 #include <string>
@@ -68,7 +69,7 @@ class RoundPolicy {
   double outcome_ = 0;         // running mean of rounds' realized rate over a plain step's
   bool outcome_fresh_ = true;  // the next outcome starts the mean (the first round, a probe)
   bool learn_ = true;          // this round verifies at least one draft (the first round, a probe)
-  int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8;
+  int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8, probe_left_ = 0;
   int sequences_ = 1;         // the round's batch (grow)
   double round_seconds_ = 0;  // the round's expected time but for the extend (grow), to judge its outcome
   double others_rows_ = 0;    // running mean of the other sequences' rows in this sequence's draft forwards
