@@ -274,7 +274,7 @@ void Eagle3Drafter::forward(KVCache& cache, std::span<const int32_t> tokens, con
   forward({&rows, 1}, head);
 }
 
-void Eagle3Drafter::forward(std::span<const Rows> sequences, Head head) {
+void Eagle3Drafter::forward(std::span<const Rows> sequences, Head head, int top_k) {
   const DrafterConfig& c = config_;
   const int64_t H = c.hidden_size, V = c.vocab_size;
   if (sequences.empty()) fail("drafter forward: no sequences");
@@ -339,8 +339,19 @@ void Eagle3Drafter::forward(std::span<const Rows> sequences, Head head) {
     head_in = head_in_.data();
   }
   best_.assign(static_cast<size_t>(logits_rows_), -1);
-  const bool screened = head == Head::Best && head_screen_ != nullptr && screen_on_;
-  if (screened && head_screen_->argmax(head_in, logits_rows_, best_.data(), thread_pool())) return;
+  const bool screened = head != Head::Logits && head_screen_ != nullptr && screen_on_;
+  if (screened && head == Head::Best && head_screen_->argmax(head_in, logits_rows_, best_.data(), thread_pool()))
+    return;
+  top_screened_ = false;
+  if (screened && head == Head::Top) {
+    top_k_ = top_k;
+    top_ids_.resize(static_cast<size_t>(logits_rows_ * top_k));
+    top_logits_.resize(static_cast<size_t>(logits_rows_ * top_k));
+    log_z_.resize(static_cast<size_t>(logits_rows_));
+    top_screened_ = head_screen_->top_k(head_in, logits_rows_, top_k, top_ids_.data(), top_logits_.data(),
+                                        log_z_.data(), thread_pool());
+    if (top_screened_) return;
+  }
   grow(logits_, logits_rows_ * c.draft_vocab_size);
   matmul(logits_.data(), head_in, logits_rows_, lm_head_, thread_pool());
   if (head == Head::Best)

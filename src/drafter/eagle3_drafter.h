@@ -82,9 +82,10 @@ class Eagle3Drafter {
   // Hidden input of a forward: the target's aux states [M, aux_width] (first pass), or the drafter's own
   // h_next rows [M, hidden] (later steps).
   enum class Input { TargetAux, OwnHidden };
-  // What the head computes: every logit, or only the best draft id (the highest logit, lowest id on ties), which
-  // the screened head (kernels/screened_argmax.h) finds reading about half the head's bytes, where the CPU has it.
-  enum class Head { Logits, Best };
+  // What the head computes: every logit, or only the best draft id (the highest logit, lowest id on ties), or the
+  // k best ids with their logits and an estimate of the normaliser, which the screened head
+  // (kernels/screened_argmax.h) finds reading about half the head's bytes, where the CPU has it.
+  enum class Head { Logits, Best, Top };
   // One sequence's rows of a drafter forward, as if it ran alone: its cache, tokens, hidden input [rows, aux width
   // or hidden], positions and mask (over its cache + its rows), and its head rows: every row or the last only.
   struct Rows {
@@ -98,14 +99,15 @@ class Eagle3Drafter {
   };
   // Runs M tokens; writes K/V as pending entries of the cache. Head rows: M (all_logits) or the last 1; h_next
   // [M, hidden]. Head::Logits: logits_row(r) [draft_vocab]; Head::Best: best_row(r) (logits_row only where the
-  // screen declined).
+  // screen declined); Head::Top (k = top_k): top_ids_row(r), top_logits_row(r), log_z_row(r) where top_screened(),
+  // else logits_row(r).
   void forward(KVCache& cache, std::span<const int32_t> tokens, const float* hidden, Input input,
                std::span<const int32_t> positions, const AttentionMask& mask, bool all_logits,
                Head head = Head::Logits);
   // Several sequences in one forward (a server's drafting): their rows share every matmul, each attends over its own
   // cache, and each row's results are bit-identical to those of its sequence's rows run alone. The caches must be
   // distinct. Sequence s's h_next rows start at first_row(s), its head rows at first_logits_row(s).
-  void forward(std::span<const Rows> sequences, Head head = Head::Logits);
+  void forward(std::span<const Rows> sequences, Head head = Head::Logits, int top_k = 0);
   int64_t forwards_run() const { return forwards_run_; }  // since load
   int64_t first_row(size_t sequence) const { return first_rows_[sequence]; }
   int64_t first_logits_row(size_t sequence) const { return first_logits_rows_[sequence]; }
@@ -113,6 +115,10 @@ class Eagle3Drafter {
   int64_t logits_rows() const { return logits_rows_; }
   const float* logits_row(int64_t r) const { return logits_.data() + r * config_.draft_vocab_size; }
   int32_t best_row(int64_t r) const { return best_[static_cast<size_t>(r)]; }
+  bool top_screened() const { return top_screened_; }  // the last Head::Top forward's screen answered
+  const int32_t* top_ids_row(int64_t r) const { return top_ids_.data() + r * top_k_; }
+  const float* top_logits_row(int64_t r) const { return top_logits_.data() + r * top_k_; }
+  double log_z_row(int64_t r) const { return log_z_[static_cast<size_t>(r)]; }
   const float* h_next_row(int64_t r) const { return h_next_.data() + r * config_.hidden_size; }
   // The screened head where this CPU runs one (null elsewhere), for its counters.
   const ScreenedArgmax* head_screen() const { return head_screen_.get(); }
@@ -147,7 +153,11 @@ class Eagle3Drafter {
 
   int64_t logits_rows_ = 0, forwards_run_ = 0;
   std::vector<float> x_, xn_, embeddings_, aux_normed_, logits_, h_next_, head_in_;
-  std::vector<int32_t> best_, positions_;
+  std::vector<int32_t> best_, positions_, top_ids_;
+  std::vector<float> top_logits_;
+  std::vector<double> log_z_;
+  int top_k_ = 0;
+  bool top_screened_ = false;
   std::vector<int64_t> first_rows_, first_logits_rows_;
   BlockScratch scratch_;
   RopeAngles rope_;

@@ -2,30 +2,58 @@
 
 #include <algorithm>
 
+#include "speculative/draft_tree.h"
 #include "util/error.h"
 
 namespace eaglet {
 
-namespace {
-Eagle3Drafter::Head head_for(bool best_only) {
-  return best_only ? Eagle3Drafter::Head::Best : Eagle3Drafter::Head::Logits;
-}
-}  // namespace
-
 const float* Eagle3Proposer::logits(int node) const {
-  if (best_only_) fail("Eagle3Proposer: logits asked for while the head computes best ids only (set_best_only)");
+  if (head_ != Eagle3Drafter::Head::Logits)
+    fail(
+        "Eagle3Proposer: logits asked for while the head computes best or top ids only (set_best_only, "
+        "set_top_only)");
   return logits_[static_cast<size_t>(node)].data();
 }
 
 int32_t Eagle3Proposer::best(int node) const {
-  return best_only_ ? best_[static_cast<size_t>(node)] : Proposer::best(node);
+  if (head_ == Eagle3Drafter::Head::Best) return best_[static_cast<size_t>(node)];
+  if (head_ == Eagle3Drafter::Head::Top) return top_[static_cast<size_t>(node)].front().id;
+  return Proposer::best(node);
+}
+
+void Eagle3Proposer::top(int node, int k, std::vector<DraftChoice>& out) const {
+  if (head_ != Eagle3Drafter::Head::Top) return Proposer::top(node, k, out);
+  const std::vector<DraftChoice>& kept = top_[static_cast<size_t>(node)];
+  if (k > static_cast<int>(kept.size()))
+    fail("Eagle3Proposer: ", k, " best ids asked for where the head keeps ", kept.size(), " (set_top_only)");
+  out.assign(kept.begin(), kept.begin() + k);
+}
+
+void Eagle3Proposer::set_best_only(bool best_only) {
+  head_ = best_only ? Eagle3Drafter::Head::Best : Eagle3Drafter::Head::Logits;
+}
+
+void Eagle3Proposer::set_top_only(int k) {
+  if (k < 1) fail("Eagle3Proposer::set_top_only: k must be at least 1, found ", k);
+  head_ = Eagle3Drafter::Head::Top;
+  top_k_ = static_cast<int>(std::min<int64_t>(k, draft_vocab()));
 }
 
 // The head's output for drafter row `row` as node `node`'s.
 void Eagle3Proposer::keep_head_output(size_t node, int64_t row) {
-  if (best_only_) {
+  if (head_ == Eagle3Drafter::Head::Best) {
     if (best_.size() <= node) best_.resize(node + 1, -1);
     best_[node] = drafter_.best_row(row);
+  } else if (head_ == Eagle3Drafter::Head::Top) {
+    if (top_.size() <= node) top_.resize(node + 1);
+    std::vector<DraftChoice>& out = top_[node];
+    if (!drafter_.top_screened()) {  // the screen declined: the whole head was computed
+      top_draft_ids(drafter_.logits_row(row), draft_vocab(), top_k_, out);
+      return;
+    }
+    out.clear();
+    for (int j = 0; j < top_k_; ++j)
+      out.push_back({drafter_.top_ids_row(row)[j], drafter_.top_logits_row(row)[j] - drafter_.log_z_row(row)});
   } else {
     logits_[node].assign(drafter_.logits_row(row), drafter_.logits_row(row) + draft_vocab());
   }
@@ -35,6 +63,7 @@ void Eagle3Proposer::reset(int64_t capacity, std::shared_ptr<KVPool> pool) {
   cache_ = drafter_.make_cache(capacity, std::move(pool));
   cache_.set_prefix_key(KVCache::kDrafterPrefixRoot, 1);  // entry p reads (token p + 1, the target's state of p)
   best_.assign(1, -1);
+  top_.assign(1, {});
   logits_.assign(1, {});
   hidden_.assign(1, {});
   parents_.assign(1, 0);
@@ -60,7 +89,7 @@ void Eagle3Proposer::absorb_extend(int64_t first_row, int64_t first_head_row) {
 
 void Eagle3Proposer::extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) {
   const Eagle3Drafter::Rows rows = stage_extend({tokens, target_aux, first_position});
-  drafter_.forward({&rows, 1}, head_for(best_only_));
+  drafter_.forward({&rows, 1}, head_, top_k_);
   absorb_extend(0, 0);
 }
 
@@ -107,7 +136,7 @@ void Eagle3Proposer::absorb_expand(std::span<const DraftStep> nodes, int64_t fir
 
 void Eagle3Proposer::expand(std::span<const DraftStep> nodes) {
   const Eagle3Drafter::Rows rows = stage_expand(nodes);
-  drafter_.forward({&rows, 1}, head_for(best_only_));
+  drafter_.forward({&rows, 1}, head_, top_k_);
   absorb_expand(nodes, 0, 0);
 }
 
@@ -119,16 +148,21 @@ bool Eagle3Proposer::run_together(std::span<Proposer* const> proposers, Stage st
     if (e == nullptr || &e->drafter_ != &drafter_) return false;
     all.push_back(e);
   }
-  for (const bool best_only : {false, true}) {
+  // One forward per head kind (and k) among them, in the order first met.
+  std::vector<bool> done(all.size(), false);
+  for (size_t first = 0; first < all.size(); ++first) {
+    if (done[first]) continue;
+    const Eagle3Drafter::Head head = all[first]->head_;
+    const int k = all[first]->top_k_;
     std::vector<size_t> group;
     std::vector<Eagle3Drafter::Rows> rows;
-    for (size_t i = 0; i < all.size(); ++i)
-      if (all[i]->best_only_ == best_only) {
+    for (size_t i = first; i < all.size(); ++i)
+      if (!done[i] && all[i]->head_ == head && (head != Eagle3Drafter::Head::Top || all[i]->top_k_ == k)) {
+        done[i] = true;
         group.push_back(i);
         rows.push_back(stage(*all[i], i));
       }
-    if (group.empty()) continue;
-    drafter_.forward(rows, head_for(best_only));
+    drafter_.forward(rows, head, k);
     for (size_t g = 0; g < group.size(); ++g)
       absorb(*all[group[g]], group[g], drafter_.first_row(g), drafter_.first_logits_row(g));
   }

@@ -31,10 +31,12 @@ class Eagle3Proposer : public Proposer {
   void extend(std::span<const int32_t> tokens, const float* target_aux, int32_t first_position) override;
   const float* logits(int node) const override;
   int32_t best(int node) const override;
-  void set_best_only(bool best_only) override { best_only_ = best_only; }
+  void set_best_only(bool best_only) override;
+  void top(int node, int k, std::vector<DraftChoice>& out) const override;
+  void set_top_only(int k) override;  // the screened head's k best ids, log q from its estimated normaliser
   void expand(std::span<const DraftStep> nodes) override;
   void end_round() override;
-  // One drafter forward for all proposers of this drafter whose head computes alike (best ids or logits).
+  // One drafter forward for all proposers of this drafter whose head computes alike (logits, best or top ids).
   void extend_together(std::span<Proposer* const> proposers, std::span<const Extension> extensions) override;
   void expand_together(std::span<Proposer* const> proposers,
                        std::span<const std::span<const DraftStep>> nodes) override;
@@ -58,11 +60,13 @@ class Eagle3Proposer : public Proposer {
   Eagle3Drafter& drafter_;
   KVCache cache_;
   int32_t root_position_ = 0;
-  bool best_only_ = false;                           // the drafter's head finds best ids only (Head::Best)
-  std::vector<std::vector<float>> logits_, hidden_;  // the drafter's output after each node of the round
-  std::vector<int32_t> best_;                        // best_only_: the best id after each node
-  std::vector<int> parents_;                         // parent of each node shown this round
-  std::vector<int> fed_node_;                        // node of each cache entry added this round, in cache order
+  Eagle3Drafter::Head head_ = Eagle3Drafter::Head::Logits;  // what the drafter's head computes
+  int top_k_ = 0;                                           // Head::Top: how many ids
+  std::vector<std::vector<float>> logits_, hidden_;         // the drafter's output after each node of the round
+  std::vector<int32_t> best_;                               // Head::Best: the best id after each node
+  std::vector<std::vector<DraftChoice>> top_;               // Head::Top: the k best after each node
+  std::vector<int> parents_;                                // parent of each node shown this round
+  std::vector<int> fed_node_;                               // node of each cache entry added this round, in cache order
   std::vector<int32_t> tokens_, positions_;
   std::vector<float> rows_;
   std::vector<uint8_t> mask_;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "kernels/int_panels.h"
+#include "kernels/ops.h"
 #include "kernels/quantized.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -95,7 +97,7 @@ size_t ScreenedArgmax::bytes() const {
          (q_.panels != nullptr ? static_cast<size_t>(int_panel_bytes(q_)) : 0);
 }
 
-bool ScreenedArgmax::argmax(const float* x, int64_t M, int32_t* best, ThreadPool& pool) {
+bool ScreenedArgmax::screen(const float* x, int64_t M, int k, ThreadPool& pool) {
   const int64_t N = w_.rows, K = w_.cols, item_rows = matmul_item_rows(w_);
   const int64_t items = (N + item_rows - 1) / item_rows;
   stats_.rows += M;
@@ -105,7 +107,7 @@ bool ScreenedArgmax::argmax(const float* x, int64_t M, int32_t* best, ThreadPool
   };
   // Without its panels (made where the VNNI kernel was active) the int8 copy is the row-major one, else the
   // panels are all there is: the VNNI kernel must still be the one matmul() picks.
-  if (!finite_ || M <= 0 || (q_.data == nullptr && !detail::int_kernel_is_vnni())) return decline();
+  if (!finite_ || M <= 0 || k < 1 || k > N || (q_.data == nullptr && !detail::int_kernel_is_vnni())) return decline();
   // x as matmul() meets it.
   const bool bf16 = matmul_rounds_activations_to_bf16(w_);
   xr_.resize(static_cast<size_t>(M * K));
@@ -122,12 +124,13 @@ bool ScreenedArgmax::argmax(const float* x, int64_t M, int32_t* best, ThreadPool
 
   wanted_.assign(static_cast<size_t>(items), 0);
   bound_.resize(static_cast<size_t>(N));
+  lower_.resize(static_cast<size_t>(N));
   for (int64_t m = 0; m < M; ++m) {
     double nx = 0.0, nd = 0.0, nh = 0.0;  // ‖x'‖², ‖δ‖², ‖x̂‖²
-    for (int64_t k = 0; k < K; ++k) {
-      const double xv = xr_[static_cast<size_t>(m * K + k)];
-      const double xh = static_cast<double>(xq.scales[static_cast<size_t>(m * blocks + k / kActivationBlock)]) *
-                        xq.codes[static_cast<size_t>(m * xq.kp + k)];
+    for (int64_t kk = 0; kk < K; ++kk) {
+      const double xv = xr_[static_cast<size_t>(m * K + kk)];
+      const double xh = static_cast<double>(xq.scales[static_cast<size_t>(m * blocks + kk / kActivationBlock)]) *
+                        xq.codes[static_cast<size_t>(m * xq.kp + kk)];
       nx += xv * xv;
       nd += (xv - xh) * (xv - xh);
       nh += xh * xh;
@@ -138,16 +141,19 @@ bool ScreenedArgmax::argmax(const float* x, int64_t M, int32_t* best, ThreadPool
     const double tiny = std::sqrt(static_cast<double>(K)) * 0x1p-126;
     const double a = nx, b = nd + g_int * nh, c = g_exact * nx + tiny, slack = tiny * nx + 1e-30, inflate = 1.0 + 1e-6;
     const float* z = &screen_[static_cast<size_t>(m * N)];
-    double floor = -HUGE_VAL;
+    double* bound = bound_.data();
     for (int64_t r = 0; r < N; ++r) {
       const size_t i = static_cast<size_t>(r);
       const double e = (a * rho_norm_[i] + b * wq_norm_[i] + c * w_norm_[i] + slack) * inflate;
       if (!(std::fabs(z[r]) + e < 1e30)) return decline();  // not finite, or near fp32 overflow
-      bound_[i] = e;
-      floor = std::max(floor, z[r] - e);
+      bound[r] = e;
+      lower_[i] = z[r] - e;
     }
+    // The k-th largest lower bound: at least k rows reach it, so every row among the k best does too.
+    std::nth_element(lower_.begin(), lower_.begin() + (k - 1), lower_.end(), std::greater<>());
+    const double floor = lower_[static_cast<size_t>(k - 1)];
     for (int64_t r = 0; r < N; ++r)
-      if (z[r] + bound_[static_cast<size_t>(r)] >= floor) wanted_[static_cast<size_t>(r / item_rows)] = 1;
+      if (z[r] + bound[r] >= floor) wanted_[static_cast<size_t>(r / item_rows)] = 1;
   }
   items_.clear();
   for (int64_t i = 0; i < items; ++i)
@@ -158,6 +164,12 @@ bool ScreenedArgmax::argmax(const float* x, int64_t M, int32_t* best, ThreadPool
   exact_.resize(static_cast<size_t>(M * N));
   matmul_rows(exact_.data(), x, M, w_, items_);
   stats_.exact_rows += std::min(exact_rows, N) * M;
+  return true;
+}
+
+bool ScreenedArgmax::argmax(const float* x, int64_t M, int32_t* best, ThreadPool& pool) {
+  if (!screen(x, M, 1, pool)) return false;
+  const int64_t N = w_.rows, item_rows = matmul_item_rows(w_);
   for (int64_t m = 0; m < M; ++m) {
     const float* y = &exact_[static_cast<size_t>(m * N)];
     int64_t arg = -1;
@@ -165,6 +177,39 @@ bool ScreenedArgmax::argmax(const float* x, int64_t M, int32_t* best, ThreadPool
       for (int64_t r = item * item_rows; r < std::min(N, (item + 1) * item_rows); ++r)
         if (arg < 0 || y[r] > y[arg]) arg = r;
     best[m] = static_cast<int32_t>(arg);
+  }
+  return true;
+}
+
+bool ScreenedArgmax::top_k(const float* x, int64_t M, int k, int32_t* ids, float* values, double* log_z,
+                           ThreadPool& pool) {
+  if (!screen(x, M, k, pool)) return false;
+  const int64_t N = w_.rows, item_rows = matmul_item_rows(w_);
+  std::vector<uint8_t> computed(static_cast<size_t>(N), 0);
+  for (const int64_t item : items_)
+    for (int64_t r = item * item_rows; r < std::min(N, (item + 1) * item_rows); ++r)
+      computed[static_cast<size_t>(r)] = 1;
+  std::vector<int32_t> best;
+  for (int64_t m = 0; m < M; ++m) {
+    float* y = &exact_[static_cast<size_t>(m * N)];
+    const float* z = &screen_[static_cast<size_t>(m * N)];
+    auto better = [&](int32_t a, int32_t b) { return y[a] > y[b] || (y[a] == y[b] && a < b); };
+    best.clear();
+    for (const int64_t item : items_)
+      for (int64_t r = item * item_rows; r < std::min(N, (item + 1) * item_rows); ++r) {
+        const int32_t id = static_cast<int32_t>(r);
+        if (static_cast<int>(best.size()) == k && !better(id, best.back())) continue;
+        best.insert(std::upper_bound(best.begin(), best.end(), id, better), id);
+        if (static_cast<int>(best.size()) > k) best.pop_back();
+      }
+    for (int j = 0; j < k; ++j) {
+      ids[m * k + j] = best[static_cast<size_t>(j)];
+      values[m * k + j] = y[best[static_cast<size_t>(j)]];
+    }
+    // The normaliser over the exact values computed and the screen's elsewhere (filled in where nothing was).
+    for (int64_t r = 0; r < N; ++r)
+      if (!computed[static_cast<size_t>(r)]) y[r] = z[r];
+    log_z[m] = log_sum_exp(y, N);
   }
   return true;
 }

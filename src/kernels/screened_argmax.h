@@ -37,6 +37,12 @@ class ScreenedArgmax {
   // best[m] = argmax over n of (x · Wᵀ)[m, n] for the M rows of x [M, w.cols]; false (best untouched) where the
   // screen declines.
   bool argmax(const float* x, int64_t M, int32_t* best, ThreadPool& pool);
+  // The k largest outputs of each row, as a full sort orders them (highest value first, lowest index on ties), with
+  // matmul()'s values: ids[m * k + j], values[m * k + j]. The same screen with the k-th largest lower bound as its
+  // floor: every row that can be among the k best is computed exactly. log_z[m]: log Σ_n exp(y[m, n]) from the exact
+  // values computed and the screen's z̃ elsewhere (within max_r e_r of the exact one; an estimate for callers that
+  // weigh, not decide). False where the screen declines.
+  bool top_k(const float* x, int64_t M, int k, int32_t* ids, float* values, double* log_z, ThreadPool& pool);
 
   struct Stats {
     int64_t rows = 0;        // activation rows asked about
@@ -47,6 +53,10 @@ class ScreenedArgmax {
   size_t bytes() const;  // the int8 copy and its scales
 
  private:
+  // Screens x and computes exactly every weight row that can be among each row's k best (items_, exact_); false
+  // where the screen declines.
+  bool screen(const float* x, int64_t M, int k, ThreadPool& pool);
+
   WeightMatrix w_, q_;
   std::vector<int8_t> codes_;
   std::vector<float> scales_;
@@ -54,7 +64,7 @@ class ScreenedArgmax {
   std::vector<double> rho_norm_, wq_norm_, w_norm_;  // ‖ρ_r‖, ws_r‖q_r‖, ‖w_r‖
   bool finite_ = true;                               // every weight finite
   std::vector<float> xr_, screen_, exact_;
-  std::vector<double> bound_;  // e_r of the row being screened
+  std::vector<double> bound_, lower_;  // e_r of the row being screened; its lower bounds z̃_r − e_r
   std::vector<uint8_t> wanted_;
   std::vector<int64_t> items_;
   Stats stats_;

@@ -19,7 +19,7 @@ namespace eaglet {
 
 namespace {
 
-constexpr const char* kFormat = "eaglet-costs/1";
+constexpr const char* kFormat = "eaglet-costs/2";  // 2: draft steps timed with the top-k head
 
 std::vector<int> points_up_to(std::initializer_list<int> candidates, int max_rows) {
   std::vector<int> out;
@@ -73,6 +73,7 @@ CostModel probe_costs(Transformer& target, Proposer& proposer, const CostProbeOp
   const int context = 48;
   auto token = [&](int64_t i) { return static_cast<int32_t>((i * 7 + 3) % V); };
   target.set_aux_layers(proposer.aux_layers());
+  proposer.set_top_only(options.top_k);  // what the auto policy asks of a draft step
   KVCache cache = target.make_cache(context + max_rows + 1);
   std::vector<int32_t> tokens(static_cast<size_t>(std::max(context, max_rows)));
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = token(static_cast<int64_t>(i));

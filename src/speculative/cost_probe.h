@@ -17,6 +17,7 @@ struct CostProbeOptions {
   int max_rows = 32;            // verify rows and draft nodes measured up to
   double budget_seconds = 2.0;  // repeats stop once spent (every point is measured at least once)
   double cached_drift = 1.3;    // a cached T(1) this far from T(1) timed now, either way, is measured again
+  int top_k = 4;                // the draft steps' head: the k best ids (Proposer::set_top_only), as auto asks
 };
 
 // Times forwards of `target` (aux capture set to the proposer's layers) and of `proposer` (reset, then restored to

@@ -75,6 +75,10 @@ void top_draft_ids(const float* logits, int64_t n, int k, std::vector<DraftChoic
   for (int32_t id : best) out.push_back({id, static_cast<double>(logits[id]) - log_z});
 }
 
+void Proposer::top(int node, int k, std::vector<DraftChoice>& out) const {
+  top_draft_ids(logits(node), draft_vocab(), k, out);
+}
+
 void draft_steps(const DraftTree& tree, std::span<const int> nodes, std::vector<DraftStep>& out) {
   out.clear();
   for (int n : nodes) {

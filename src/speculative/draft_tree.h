@@ -44,10 +44,6 @@ struct DraftTree {
 // The k most likely draft ids after a node, best first (highest logit, lower id on ties), with their log q: the
 // selection both the static tree and the policy's (round_policy.h) make, one pass for the ids and one vectorised
 // pass for the normaliser.
-struct DraftChoice {
-  int32_t id = 0;
-  double log_q = 0;
-};
 void top_draft_ids(const float* logits, int64_t n, int k, std::vector<DraftChoice>& out);
 
 // The proposer's view of tree nodes `nodes` (one depth), for Proposer::expand.

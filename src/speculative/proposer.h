@@ -23,6 +23,12 @@ struct DraftStep {
   int depth = 0;
 };
 
+// A draft id with its log-probability under the drafter (log q).
+struct DraftChoice {
+  int32_t id = 0;
+  double log_q = 0;
+};
+
 class Proposer {
  public:
   virtual ~Proposer() = default;
@@ -52,6 +58,11 @@ class Proposer {
   virtual int32_t best(int node) const { return argmax({logits(node), static_cast<size_t>(draft_vocab())}); }
   // Whether rounds will ask only for best(): a proposer may then skip computing the logits (before reset()).
   virtual void set_best_only(bool) {}
+  // The k most likely draft ids after `node`, best first (highest logit, lower id on ties), with log q. By default
+  // from logits(node) (draft_tree.cpp); after set_top_only(k) a proposer may find them without every logit, its
+  // log q then an estimate (a policy weighs with it; the ids and the verification stay exact).
+  virtual void top(int node, int k, std::vector<DraftChoice>& out) const;
+  virtual void set_top_only(int /*k*/) {}  // rounds will ask only top(node, k) (before reset())
   // Shows it nodes of one depth, so that logits(node) is defined for them.
   virtual void expand(std::span<const DraftStep> nodes) = 0;
   // Forgets the round's nodes (and whatever state they added).

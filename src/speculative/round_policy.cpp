@@ -40,7 +40,6 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
   const int B = std::max(sequences, 1);
   // Until a draft forward shows them, the other sequences are expected to expand a node each per depth.
   if (!others_seen_) others_rows_ = B - 1;
-  const int64_t Vd = proposer.draft_vocab();
   const int budget = std::min(limits.num_draft_tokens - 1, learn_ ? kProbeNodes : limits.num_draft_tokens);
   DraftTree tree;
   tree.nodes.push_back({root_token, -1, 0, 0.0});
@@ -77,7 +76,7 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
   for (int depth = 1; depth <= limits.num_steps && budget > 0; ++depth) {
     std::vector<int> fresh;
     for (int x : expanded) {
-      top_draft_ids(proposer.logits(x), Vd, limits.topk, top);
+      proposer.top(x, limits.topk, top);
       double best_p = 0;
       for (const DraftChoice& c : top) {
         const double pc = acceptance_.probability(std::exp(c.log_q), depth);

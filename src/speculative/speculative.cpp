@@ -28,8 +28,10 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
     fail("--speculative-num-draft-tokens ", d.num_draft_tokens, ": at most ", limit,
          " tokens are verified per round (larger batches are not computed exactly as one token at a time); lower it");
   target_.set_aux_layers(proposer_.aux_layers());
-  // A greedy chain reads only the drafter's best id after each node (draft_tree).
+  // A greedy chain reads only the drafter's best id after each node (draft_tree); the auto policy only the k best
+  // and their q (round_policy), which the screened head gives without every logit.
   proposer_.set_best_only(d.topk == 1 && !sampled_tree() && config_.round.policy == SpecPolicy::Static);
+  if (config_.round.policy == SpecPolicy::Auto && !sampled_tree()) proposer_.set_top_only(d.topk);
   // Room for the round's tree on top of the context.
   const int64_t slack = d.num_draft_tokens + 1;
   target_cache_ = target_.make_cache(config_.context + slack, config_.kv_pool);

@@ -52,6 +52,7 @@ class TurningProposer : public Eagle3Proposer {
     Eagle3Proposer::end_round();
     shifted_.clear();
   }
+  void set_top_only(int) override {}  // the policy reads its turned logits: the whole head, not the screened top-k
 
  private:
   int64_t from_, root_ = 0;
