@@ -109,6 +109,16 @@ class AutoPolicy : public ::testing::Test {
     costs.freeze();
     costs_ = std::make_shared<const CostModel>(costs);
   }
+  // n sequences of the exact drafter under auto (prompts of 8 + i tokens, seeds from `seed`, room for `steps_room`
+  // more tokens), each prefilled alone: to be stepped together.
+  struct Batch {
+    std::vector<std::unique_ptr<Eagle3Proposer>> proposers;
+    std::vector<std::unique_ptr<SpeculativeDecoder>> decoders;
+    std::vector<BatchedSequence*> seqs;
+    std::vector<std::vector<int32_t>> prompts, tokens;
+  };
+  Batch make_batch(int n, unsigned seed, int64_t steps_room, std::shared_ptr<const CostModel> costs);
+
   std::unique_ptr<Transformer> echo_;
   std::unique_ptr<Eagle3Drafter> exact_;
   std::shared_ptr<const CostModel> costs_;
@@ -178,6 +188,20 @@ SpecConfig auto_config(int64_t context, std::shared_ptr<const CostModel> costs) 
           .costs = std::move(costs)};
 }
 
+AutoPolicy::Batch AutoPolicy::make_batch(int n, unsigned seed, int64_t steps_room,
+                                         std::shared_ptr<const CostModel> costs) {
+  Batch b;
+  for (int i = 0; i < n; ++i) {
+    b.prompts.push_back(prompt_of(8 + i, echo_->config().vocab_size, seed + static_cast<unsigned>(i)));
+    b.proposers.push_back(std::make_unique<Eagle3Proposer>(*exact_));
+    b.decoders.push_back(
+        std::make_unique<SpeculativeDecoder>(*echo_, *b.proposers.back(), auto_config(8 + i + steps_room + 64, costs)));
+    b.tokens.push_back({b.decoders.back()->prefill(b.prompts.back())});
+    b.seqs.push_back(b.decoders.back().get());
+  }
+  return b;
+}
+
 // Steps the batch leaves without drafts (the server's row budget) cost no drafter extend: the pairs wait for the
 // next step that drafts, which extends over all of them at once; the tokens stay the target's own.
 TEST_F(AutoPolicy, StepsWithoutDraftsDeferTheExtend) {
@@ -214,18 +238,8 @@ TEST_F(AutoPolicy, WeighsDraftRowsAgainstTheBatchsForward) {
   steep.freeze();
   const auto costs = std::make_shared<const CostModel>(steep);
   constexpr int kSequences = 8, kSteps = 60;
-  std::vector<std::unique_ptr<Eagle3Proposer>> proposers;
-  std::vector<std::unique_ptr<SpeculativeDecoder>> decoders;
-  std::vector<BatchedSequence*> seqs;
-  std::vector<std::vector<int32_t>> prompts, tokens(kSequences);
-  for (int i = 0; i < kSequences; ++i) {
-    prompts.push_back(prompt_of(8 + i, echo_->config().vocab_size, 20 + static_cast<unsigned>(i)));
-    proposers.push_back(std::make_unique<Eagle3Proposer>(*exact_));
-    decoders.push_back(
-        std::make_unique<SpeculativeDecoder>(*echo_, *proposers.back(), auto_config(8 + i + 4 * kSteps + 64, costs)));
-    tokens[static_cast<size_t>(i)] = {decoders.back()->prefill(prompts.back())};
-    seqs.push_back(decoders.back().get());
-  }
+  Batch b = make_batch(kSequences, 20, 4 * kSteps, costs);
+  auto& [proposers, decoders, seqs, prompts, tokens] = b;
   std::vector<int> budget(kSequences, auto_draft_limits().num_draft_tokens - 1);
   std::vector<std::vector<int32_t>> out;
   int64_t drafted_late = 0;
@@ -263,18 +277,8 @@ TEST_F(AutoPolicy, SharesDraftStepsWithTheSequencesItDraftsWith) {
   shared_steps.freeze();
   const auto costs = std::make_shared<const CostModel>(shared_steps);
   constexpr int kSequences = 8, kSteps = 30;
-  std::vector<std::unique_ptr<Eagle3Proposer>> proposers;
-  std::vector<std::unique_ptr<SpeculativeDecoder>> decoders;
-  std::vector<BatchedSequence*> seqs;
-  std::vector<std::vector<int32_t>> prompts, tokens(kSequences);
-  for (int i = 0; i < kSequences; ++i) {
-    prompts.push_back(prompt_of(8 + i, echo_->config().vocab_size, 40 + static_cast<unsigned>(i)));
-    proposers.push_back(std::make_unique<Eagle3Proposer>(*exact_));
-    decoders.push_back(
-        std::make_unique<SpeculativeDecoder>(*echo_, *proposers.back(), auto_config(8 + i + 13 * kSteps + 64, costs)));
-    tokens[static_cast<size_t>(i)] = {decoders.back()->prefill(prompts.back())};
-    seqs.push_back(decoders.back().get());
-  }
+  Batch b = make_batch(kSequences, 40, 13 * kSteps, costs);
+  auto& [proposers, decoders, seqs, prompts, tokens] = b;
   std::vector<int> budget(kSequences, auto_draft_limits().num_draft_tokens - 1);
   std::vector<std::vector<int32_t>> out;
   for (int step = 0; step < kSteps; ++step) {
