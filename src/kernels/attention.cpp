@@ -36,6 +36,31 @@ float scale_of(const AttentionHeads& h, const KVLayerView& kv) {
   return h.scale != 0 ? h.scale : 1.0f / std::sqrt(static_cast<float>(kv.key_dim));
 }
 
+float widen(float x) { return x; }
+float widen(uint16_t x) { return bf16_to_f32(x); }
+
+// gathered[d, i] = the value of slots[i] at dimension d, for n slots of KV head `head`; each slot's address is found
+// once (`offsets`, n entries of scratch), not once per dimension.
+template <typename E>
+void gather_values_of(const E* values, const KVLayerView& kv, int64_t head, const int64_t* slots, int64_t n,
+                      int64_t* offsets, float* gathered) {
+  const int64_t B = kv.block_tokens;
+  for (int64_t i = 0; i < n; ++i)
+    offsets[i] = kv.blocks[slots[i] / B] * kv.block_stride + head * kv.value_dim * B + slots[i] % B;
+  for (int64_t d = 0; d < kv.value_dim; ++d) {
+    const E* column = values + d * B;
+    for (int64_t i = 0; i < n; ++i) gathered[d * n + i] = widen(column[offsets[i]]);
+  }
+}
+
+void gather_values(const KVLayerView& kv, int64_t head, const int64_t* slots, int64_t n, int64_t* offsets,
+                   float* gathered) {
+  if (kv.dtype == DType::BF16)
+    gather_values_of(static_cast<const uint16_t*>(kv.values), kv, head, slots, n, offsets, gathered);
+  else
+    gather_values_of(static_cast<const float*>(kv.values), kv, head, slots, n, offsets, gathered);
+}
+
 bool outside_window(const AttentionHeads& h, const KVLayerView& kv, int64_t query_position, int64_t slot) {
   return h.sliding_window > 0 && query_position - kv.positions[slot] >= h.sliding_window;
 }
@@ -54,20 +79,25 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
   const int64_t total = kv.committed + M, rows = M * group, B = kv.block_tokens;
   const float scale = scale_of(h, kv);
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  // Per thread: queries and scores of all rows; then per token its slots, probabilities, gathered values, outputs.
+  // Per thread: queries, scores and probabilities of all rows; each token's slots, split point and gathered values;
+  // the prefix products of all rows, and one token's tail product.
   const int64_t tail_max = kAttentionTail + 16 + mask.past + M;  // L - A never exceeds this
-  const size_t per_thread = static_cast<size_t>(rows * (Dk + total) + group * total + Dv * tail_max + 3 * group * Dv);
+  const size_t per_thread = static_cast<size_t>(rows * (Dk + 2 * total) + Dv * tail_max + 2 * rows * Dv + group * Dv);
+  const size_t slots_per_thread = static_cast<size_t>(M * total + tail_max + 2 * M);
   grow(s.floats, static_cast<int64_t>(pool.size() * per_thread));
-  grow(s.slots, static_cast<int64_t>(pool.size()) * total);
+  grow(s.slots, static_cast<int64_t>(pool.size() * slots_per_thread));
   pool.parallel_for(static_cast<size_t>(h.num_kv_heads), [&](size_t begin, size_t end, int thread) {
     float* q = &s.floats[static_cast<size_t>(thread) * per_thread];
-    float* scores = q + rows * Dk;           // [rows, total]
-    float* prob = scores + rows * total;     // [group, L]
-    float* gathered = prob + group * total;  // [Dv, L - A]
-    float* out1 = gathered + Dv * tail_max;  // [group, Dv]
-    float* out2 = out1 + group * Dv;         // [group, Dv]
-    float* out3 = out2 + group * Dv;         // [group, Dv]
-    int64_t* slots = &s.slots[static_cast<size_t>(thread) * static_cast<size_t>(total)];
+    float* scores = q + rows * Dk;             // [rows, total]
+    float* prob = scores + rows * total;       // [rows, total]: row (m, g) over token m's L slots
+    float* gathered = prob + rows * total;     // [Dv, L - A]
+    float* prefix = gathered + Dv * tail_max;  // [rows, Dv]: P[:, 0:A] · V[0:A]
+    float* block_sum = prefix + rows * Dv;     // [rows, Dv]
+    float* tail = block_sum + rows * Dv;       // [group, Dv]
+    int64_t* slots = &s.slots[static_cast<size_t>(thread) * slots_per_thread];  // [M, total]
+    int64_t* offsets = slots + M * total;                                       // [L - A]
+    int64_t* lengths = offsets + tail_max;                                      // L of each token
+    int64_t* splits = lengths + M;                                              // A of each token
     for (size_t kvh_index = begin; kvh_index < end; ++kvh_index) {
       const int64_t kvh = static_cast<int64_t>(kvh_index);
       for (int64_t m = 0; m < M; ++m)
@@ -83,34 +113,46 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
           gemm_nn_serial(scores + b * B, q, rows, static_cast<const float*>(keys), Dk, n, B, total);
       }
       for (int64_t m = 0; m < M; ++m) {
-        int64_t contiguous = 0;
-        const int64_t L = visible_slots(kv, M, m, mask, slots, &contiguous);
+        int64_t contiguous = 0, *token_slots = slots + m * total;
+        const int64_t L = lengths[m] = visible_slots(kv, M, m, mask, token_slots, &contiguous);
         int64_t A = std::max<int64_t>(0, L - kAttentionTail) / 16 * 16;
         if (A > contiguous) A = contiguous / 16 * 16;  // only for masks wider than any draft tree
+        splits[m] = A;
         const int64_t qpos = positions[static_cast<size_t>(m)];
+        // The first `contiguous` slots are 0, 1, ...: without a window, their scores are copied straight.
+        const int64_t direct = h.sliding_window > 0 ? 0 : contiguous;
         for (int64_t g = 0; g < group; ++g) {
           const float* row = scores + (m * group + g) * total;
-          float* p = prob + g * L;
-          for (int64_t i = 0; i < L; ++i)
-            p[i] = outside_window(h, kv, qpos, slots[i]) ? neg_inf : row[slots[i]] * scale;
+          float* p = prob + (m * group + g) * total;
+          for (int64_t i = 0; i < direct; ++i) p[i] = row[i] * scale;
+          for (int64_t i = direct; i < L; ++i)
+            p[i] = outside_window(h, kv, qpos, token_slots[i]) ? neg_inf : row[token_slots[i]] * scale;
           softmax(p, L);
         }
-        // out = P[:, 0:A] · V[0:A] (in place, block by block) + P[:, A:L] · V[gathered A:L].
-        const int64_t T = L - A;
-        for (int64_t d = 0; d < Dv; ++d)
-          for (int64_t i = 0; i < T; ++i) gathered[d * T + i] = kv.value(kvh, d, slots[A + i]);
-        matmul_serial_strided(out2, prob + A, L, group, {gathered, DType::F32, Dv, T});
+      }
+      // P[:, 0:A] · V[0:A], in place block by block (partial sums added in block order), for every run of tokens
+      // with the same A at once: the rows share each read of the values.
+      for (int64_t m0 = 0, m1 = 0; m0 < M; m0 = m1) {
+        const int64_t A = splits[m0];
+        for (m1 = m0 + 1; m1 < M && splits[m1] == A; ++m1) {}
+        const int64_t r0 = m0 * group, run_rows = (m1 - m0) * group;
         for (int64_t b = 0; b * B < A; ++b) {
           const int64_t n = std::min(B, A - b * B);
-          matmul_serial_strided(b == 0 ? out1 : out3, prob + b * B, L, group,
-                                {kv.value_block(b, kvh), kv.dtype, Dv, n, B});
+          matmul_serial_strided(b == 0 ? prefix + r0 * Dv : block_sum + r0 * Dv, prob + r0 * total + b * B, total,
+                                run_rows, {kv.value_block(b, kvh), kv.dtype, Dv, n, B});
           if (b > 0)
-            for (int64_t i = 0; i < group * Dv; ++i) out1[i] += out3[i];
+            for (int64_t i = r0 * Dv; i < (r0 + run_rows) * Dv; ++i) prefix[i] += block_sum[i];
         }
+      }
+      // + P[:, A:L] · V[gathered A:L], token by token.
+      for (int64_t m = 0; m < M; ++m) {
+        const int64_t L = lengths[m], A = splits[m], T = L - A;
+        gather_values(kv, kvh, slots + m * total + A, T, offsets, gathered);
+        matmul_serial_strided(tail, prob + m * group * total + A, total, group, {gathered, DType::F32, Dv, T});
         if (A > 0)
-          for (int64_t i = 0; i < group * Dv; ++i) out2[i] += out1[i];
+          for (int64_t i = 0; i < group * Dv; ++i) tail[i] += prefix[m * group * Dv + i];
         for (int64_t g = 0; g < group; ++g)
-          std::memcpy(out + (m * Hq + kvh * group + g) * Dv, out2 + g * Dv, static_cast<size_t>(Dv) * sizeof(float));
+          std::memcpy(out + (m * Hq + kvh * group + g) * Dv, tail + g * Dv, static_cast<size_t>(Dv) * sizeof(float));
       }
     }
   });

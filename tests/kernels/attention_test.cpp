@@ -133,48 +133,51 @@ TEST_P(AttentionKernel, MatchesTheDefinition) {
 
 // A query that sees a tree path through a mask computes exactly what the same query computes as the last token of
 // a plain causal batch whose cache holds that path contiguously: tree verification equals plain decoding bit for bit.
+// After 142 committed entries the tree's paths straddle a split point (A is 48 for the shortest, 64 for the longest).
 TEST_P(AttentionKernel, OutputDependsOnlyOnTheVisibleSequence) {
   for (const DType dtype : {DType::F32, DType::BF16})
-    for (const int64_t block : kBlockSizes) {
-      SCOPED_TRACE("blocks of " + std::to_string(block) + ", " + std::string(dtype_name(dtype)));
-      std::mt19937 rng(11);
-      const int64_t heads = 4, kv_heads = 2, D = 16, committed = 140, M = 6;
-      Cache tree_cache(kv_heads, D, D, committed + M, rng, block, dtype);
-      for (int64_t i = 0; i < M; ++i)
-        tree_cache.positions[static_cast<size_t>(committed + i)] = committed + (i + 1) / 2;
-      const std::vector<int> parent = {-1, 0, 0, 1, 2, 4};  // node 5's path: 0, 2, 4, 5
-      std::vector<uint8_t> mask(static_cast<size_t>(M * M), 0);
-      for (int64_t i = 0; i < M; ++i)
-        for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)])
-          mask[static_cast<size_t>(i * M + j)] = 1;
-      const auto q = random_queries(M, heads, D, rng);
-      std::vector<int32_t> positions(static_cast<size_t>(M));
-      for (int64_t i = 0; i < M; ++i)
-        positions[static_cast<size_t>(i)] =
-            static_cast<int32_t>(tree_cache.positions[static_cast<size_t>(committed + i)]);
-      std::vector<float> tree_out(static_cast<size_t>(M * heads * D));
-      AttentionScratch scratch;
-      attention(tree_out.data(), q.data(), M, {heads, kv_heads, 0, 0.0f}, tree_cache.view(committed), positions,
-                {mask, 0}, scratch, thread_pool());
+    for (const int64_t block : kBlockSizes)
+      for (const int64_t committed : {140, 142}) {
+        SCOPED_TRACE("blocks of " + std::to_string(block) + ", " + std::string(dtype_name(dtype)) + ", " +
+                     std::to_string(committed) + " committed");
+        std::mt19937 rng(11);
+        const int64_t heads = 4, kv_heads = 2, D = 16, M = 6;
+        Cache tree_cache(kv_heads, D, D, committed + M, rng, block, dtype);
+        for (int64_t i = 0; i < M; ++i)
+          tree_cache.positions[static_cast<size_t>(committed + i)] = committed + (i + 1) / 2;
+        const std::vector<int> parent = {-1, 0, 0, 1, 2, 4};  // node 5's path: 0, 2, 4, 5
+        std::vector<uint8_t> mask(static_cast<size_t>(M * M), 0);
+        for (int64_t i = 0; i < M; ++i)
+          for (int j = static_cast<int>(i); j >= 0; j = parent[static_cast<size_t>(j)])
+            mask[static_cast<size_t>(i * M + j)] = 1;
+        const auto q = random_queries(M, heads, D, rng);
+        std::vector<int32_t> positions(static_cast<size_t>(M));
+        for (int64_t i = 0; i < M; ++i)
+          positions[static_cast<size_t>(i)] =
+              static_cast<int32_t>(tree_cache.positions[static_cast<size_t>(committed + i)]);
+        std::vector<float> tree_out(static_cast<size_t>(M * heads * D));
+        AttentionScratch scratch;
+        attention(tree_out.data(), q.data(), M, {heads, kv_heads, 0, 0.0f}, tree_cache.view(committed), positions,
+                  {mask, 0}, scratch, thread_pool());
 
-      for (int64_t node = 0; node < M; ++node) {
-        std::vector<int64_t> path;
-        for (int j = static_cast<int>(node); j >= 0; j = parent[static_cast<size_t>(j)]) path.insert(path.begin(), j);
-        const int64_t L = static_cast<int64_t>(path.size());
-        Cache plain(kv_heads, D, D, committed + L, rng, block, dtype);
-        for (int64_t i = 0; i < committed; ++i) plain.copy_slot(tree_cache, i, i);
-        for (int64_t i = 0; i < L; ++i)
-          plain.copy_slot(tree_cache, committed + path[static_cast<size_t>(i)], committed + i);
-        // The path's last token decoded alone after the rest of the path was committed.
-        std::vector<float> out(static_cast<size_t>(heads * D));
-        const int32_t pos = positions[static_cast<size_t>(node)];
-        attention(out.data(), q.data() + node * heads * D, 1, {heads, kv_heads, 0, 0.0f}, plain.view(committed + L - 1),
-                  {&pos, 1}, {}, scratch, thread_pool());
-        for (int64_t i = 0; i < heads * D; ++i)
-          ASSERT_EQ(out[static_cast<size_t>(i)], tree_out[static_cast<size_t>(node * heads * D + i)])
-              << "node " << node;
+        for (int64_t node = 0; node < M; ++node) {
+          std::vector<int64_t> path;
+          for (int j = static_cast<int>(node); j >= 0; j = parent[static_cast<size_t>(j)]) path.insert(path.begin(), j);
+          const int64_t L = static_cast<int64_t>(path.size());
+          Cache plain(kv_heads, D, D, committed + L, rng, block, dtype);
+          for (int64_t i = 0; i < committed; ++i) plain.copy_slot(tree_cache, i, i);
+          for (int64_t i = 0; i < L; ++i)
+            plain.copy_slot(tree_cache, committed + path[static_cast<size_t>(i)], committed + i);
+          // The path's last token decoded alone after the rest of the path was committed.
+          std::vector<float> out(static_cast<size_t>(heads * D));
+          const int32_t pos = positions[static_cast<size_t>(node)];
+          attention(out.data(), q.data() + node * heads * D, 1, {heads, kv_heads, 0, 0.0f},
+                    plain.view(committed + L - 1), {&pos, 1}, {}, scratch, thread_pool());
+          for (int64_t i = 0; i < heads * D; ++i)
+            ASSERT_EQ(out[static_cast<size_t>(i)], tree_out[static_cast<size_t>(node * heads * D + i)])
+                << "node " << node;
+        }
       }
-    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, AttentionKernel, ::testing::ValuesIn(test::all_isas()), test::isa_test_name);
