@@ -39,26 +39,27 @@ float scale_of(const AttentionHeads& h, const KVLayerView& kv) {
 float widen(float x) { return x; }
 float widen(uint16_t x) { return bf16_to_f32(x); }
 
-// gathered[d, i] = the value of slots[i] at dimension d, for n slots of KV head `head`; each slot's address is found
-// once (`offsets`, n entries of scratch), not once per dimension.
+// out[d, i] = the value of slot first + i at dimension d, for n consecutive slots of KV head `head`, widened to fp32.
 template <typename E>
-void gather_values_of(const E* values, const KVLayerView& kv, int64_t head, const int64_t* slots, int64_t n,
-                      int64_t* offsets, float* gathered) {
+void copy_values_of(const E* values, const KVLayerView& kv, int64_t head, int64_t first, int64_t n, float* out) {
   const int64_t B = kv.block_tokens;
-  for (int64_t i = 0; i < n; ++i)
-    offsets[i] = kv.blocks[slots[i] / B] * kv.block_stride + head * kv.value_dim * B + slots[i] % B;
-  for (int64_t d = 0; d < kv.value_dim; ++d) {
-    const E* column = values + d * B;
-    for (int64_t i = 0; i < n; ++i) gathered[d * n + i] = widen(column[offsets[i]]);
+  for (int64_t slot = first; slot < first + n;) {
+    const int64_t column = slot % B, run = std::min(B - column, first + n - slot);
+    const E* block = values + kv.blocks[slot / B] * kv.block_stride + head * kv.value_dim * B + column;
+    for (int64_t d = 0; d < kv.value_dim; ++d) {
+      const E* from = block + d * B;
+      float* to = out + d * n + (slot - first);
+      for (int64_t i = 0; i < run; ++i) to[i] = widen(from[i]);
+    }
+    slot += run;
   }
 }
 
-void gather_values(const KVLayerView& kv, int64_t head, const int64_t* slots, int64_t n, int64_t* offsets,
-                   float* gathered) {
+void copy_values(const KVLayerView& kv, int64_t head, int64_t first, int64_t n, float* out) {
   if (kv.dtype == DType::BF16)
-    gather_values_of(static_cast<const uint16_t*>(kv.values), kv, head, slots, n, offsets, gathered);
+    copy_values_of(static_cast<const uint16_t*>(kv.values), kv, head, first, n, out);
   else
-    gather_values_of(static_cast<const float*>(kv.values), kv, head, slots, n, offsets, gathered);
+    copy_values_of(static_cast<const float*>(kv.values), kv, head, first, n, out);
 }
 
 bool outside_window(const AttentionHeads& h, const KVLayerView& kv, int64_t query_position, int64_t slot) {
@@ -79,24 +80,26 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
   const int64_t total = kv.committed + M, rows = M * group, B = kv.block_tokens;
   const float scale = scale_of(h, kv);
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  // Per thread: queries, scores and probabilities of all rows; each token's slots, split point and gathered values;
-  // the prefix products of all rows, and one token's tail product.
-  const int64_t tail_max = kAttentionTail + 16 + mask.past + M;  // L - A never exceeds this
-  const size_t per_thread = static_cast<size_t>(rows * (Dk + 2 * total) + Dv * tail_max + 2 * rows * Dv + group * Dv);
-  const size_t slots_per_thread = static_cast<size_t>(M * total + tail_max + 2 * M);
+  // Per thread: queries, scores and probabilities of all rows; each token's slots and split point; the values of
+  // the tokens' tails (all of them, then one token's where its slots are not consecutive); the prefix products of
+  // all rows, and one token's tail product.
+  const int64_t tail_max = kAttentionTail + 16 + mask.past + M;  // total - min(A) never exceeds this
+  const size_t per_thread =
+      static_cast<size_t>(rows * (Dk + 2 * total) + 2 * Dv * tail_max + 2 * rows * Dv + group * Dv);
+  const size_t slots_per_thread = static_cast<size_t>(M * total + 2 * M);
   grow(s.floats, static_cast<int64_t>(pool.size() * per_thread));
   grow(s.slots, static_cast<int64_t>(pool.size() * slots_per_thread));
   pool.parallel_for(static_cast<size_t>(h.num_kv_heads), [&](size_t begin, size_t end, int thread) {
     float* q = &s.floats[static_cast<size_t>(thread) * per_thread];
     float* scores = q + rows * Dk;             // [rows, total]
     float* prob = scores + rows * total;       // [rows, total]: row (m, g) over token m's L slots
-    float* gathered = prob + rows * total;     // [Dv, L - A]
+    float* tails = prob + rows * total;        // [Dv, total - min(A)]
+    float* gathered = tails + Dv * tail_max;   // [Dv, L - A]
     float* prefix = gathered + Dv * tail_max;  // [rows, Dv]: P[:, 0:A] · V[0:A]
     float* block_sum = prefix + rows * Dv;     // [rows, Dv]
     float* tail = block_sum + rows * Dv;       // [group, Dv]
     int64_t* slots = &s.slots[static_cast<size_t>(thread) * slots_per_thread];  // [M, total]
-    int64_t* offsets = slots + M * total;                                       // [L - A]
-    int64_t* lengths = offsets + tail_max;                                      // L of each token
+    int64_t* lengths = slots + M * total;                                       // L of each token
     int64_t* splits = lengths + M;                                              // A of each token
     for (size_t kvh_index = begin; kvh_index < end; ++kvh_index) {
       const int64_t kvh = static_cast<int64_t>(kvh_index);
@@ -144,11 +147,19 @@ void attention(float* out, const float* q_all, int64_t M, const AttentionHeads& 
             for (int64_t i = r0 * Dv; i < (r0 + run_rows) * Dv; ++i) prefix[i] += block_sum[i];
         }
       }
-      // + P[:, A:L] · V[gathered A:L], token by token.
+      // + P[:, A:L] · V[A:L], token by token, from one copy of the slots every tail lies in: [min(A), total).
+      const int64_t first = *std::min_element(splits, splits + M), U = total - first;
+      copy_values(kv, kvh, first, U, tails);
       for (int64_t m = 0; m < M; ++m) {
         const int64_t L = lengths[m], A = splits[m], T = L - A;
-        gather_values(kv, kvh, slots + m * total + A, T, offsets, gathered);
-        matmul_serial_strided(tail, prob + m * group * total + A, total, group, {gathered, DType::F32, Dv, T});
+        const int64_t* tail_slots = slots + m * total + A;
+        WeightMatrix values{tails + (tail_slots[0] - first), DType::F32, Dv, T, U};
+        if (tail_slots[T - 1] - tail_slots[0] != T - 1) {  // a tree node's: its ancestors, not every slot between
+          for (int64_t d = 0; d < Dv; ++d)
+            for (int64_t i = 0; i < T; ++i) gathered[d * T + i] = tails[d * U + tail_slots[i] - first];
+          values = {gathered, DType::F32, Dv, T};
+        }
+        matmul_serial_strided(tail, prob + m * group * total + A, total, group, values);
         if (A > 0)
           for (int64_t i = 0; i < group * Dv; ++i) tail[i] += prefix[m * group * Dv + i];
         for (int64_t g = 0; g < group; ++g)
