@@ -118,13 +118,13 @@ int run_speculative(const BenchArgs& a) {
                      {"settings", std::to_string(settings.size()) + " draft shape(s)"},
                      {"drafter", drafter_dir}});
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
-  std::shared_ptr<const CostModel> costs;
+  std::shared_ptr<CostModel> costs;
   AcceptancePrior prior;
   if (std::ranges::any_of(settings, [](const Setting& s) { return s.policy == SpecPolicy::Auto; })) {
     int rows = 2;
     for (const Setting& s : settings) rows = std::max(rows, s.params.num_draft_tokens);
     std::string how, note;
-    costs = std::make_shared<const CostModel>(
+    costs = std::make_shared<CostModel>(
         load_or_probe_costs(*target, proposer, cost_cache_key({target_dir, drafter_dir}), &how, {.max_rows = rows}));
     prior = AcceptancePrior::from_training_record(drafter_dir, &note);
     if (!note.empty()) log_note(note);

@@ -53,7 +53,7 @@ std::unique_ptr<Speculation> Speculation::load(const SpecOptions& options, Trans
   if (options.round.policy == SpecPolicy::Auto) {
     std::string how, prior_note;
     Eagle3Proposer probe(*s->drafter_);
-    s->costs_ = std::make_shared<const CostModel>(load_or_probe_costs(
+    s->costs_ = std::make_shared<CostModel>(load_or_probe_costs(
         target, probe, cost_cache_key({target.config().dir, options.drafter}), &how,
         {.max_rows = s->options_.round.draft.num_draft_tokens, .top_k = s->options_.round.draft.topk}));
     s->prior_ = AcceptancePrior::from_training_record(options.drafter, &prior_note);

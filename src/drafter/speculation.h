@@ -51,7 +51,7 @@ class Speculation {
  private:
   SpecOptions options_;
   std::unique_ptr<Eagle3Drafter> drafter_;
-  std::shared_ptr<const CostModel> costs_;  // auto
+  std::shared_ptr<CostModel> costs_;  // auto
   AcceptancePrior prior_;
 };
 

@@ -98,6 +98,15 @@ CostModel probe_costs(Transformer& target, Proposer& proposer, const CostProbeOp
                      {.tokens = std::span(tokens).first(static_cast<size_t>(verify_rows[i])), .all_logits = true});
       verify[i] = std::min(verify[i], t.seconds());
     }
+    // In a round's order: the target's forward, the drafter's extend, its draft steps (which find its weights in the
+    // caches the extend left them in, as in a round).
+    for (size_t i = 0; i < extend_tokens.size(); ++i) {
+      const int m = extend_tokens[i];
+      const Timer t;
+      proposer.extend(std::span(tokens).first(static_cast<size_t>(m)), aux.data(), drafter_position);
+      extend[i] = std::min(extend[i], t.seconds());
+      drafter_position += m;
+    }
     for (size_t i = 0; i < draft_nodes.size(); ++i) {
       steps.clear();
       for (int n = 0; n < draft_nodes[i]; ++n) steps.push_back({n + 1, 0, token(n), 1});
@@ -105,13 +114,6 @@ CostModel probe_costs(Transformer& target, Proposer& proposer, const CostProbeOp
       proposer.expand(steps);
       draft[i] = std::min(draft[i], t.seconds());
       proposer.end_round();
-    }
-    for (size_t i = 0; i < extend_tokens.size(); ++i) {
-      const int m = extend_tokens[i];
-      const Timer t;
-      proposer.extend(std::span(tokens).first(static_cast<size_t>(m)), aux.data(), drafter_position);
-      extend[i] = std::min(extend[i], t.seconds());
-      drafter_position += m;
     }
   };
   target.forward(cache, {.tokens = std::span(tokens).first(1)});  // warm-up, the drafter's too: a cold first time

@@ -22,10 +22,13 @@ std::string_view policy_name(SpecPolicy policy) { return policy == SpecPolicy::A
 
 DraftParams auto_draft_limits() { return {12, 4, 32}; }
 
-RoundPolicy::RoundPolicy(CostModel costs, AcceptancePrior prior)
+RoundPolicy::RoundPolicy(std::shared_ptr<CostModel> costs, AcceptancePrior prior)
     : costs_(std::move(costs)), acceptance_(std::move(prior)) {}
 
-double RoundPolicy::plain_rate(int sequences) const { return sequences / costs_.verify_seconds(sequences); }
+RoundPolicy::RoundPolicy(CostModel costs, AcceptancePrior prior)
+    : RoundPolicy(std::make_shared<CostModel>(std::move(costs)), std::move(prior)) {}
+
+double RoundPolicy::plain_rate(int sequences) const { return sequences / costs_->verify_seconds(sequences); }
 
 DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftParams& limits, int sequences) {
   return draft_alone(grow_round(proposer, root_token, limits, sequences), proposer);
@@ -33,7 +36,7 @@ DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftP
 
 double RoundPolicy::draft_share(int nodes) const {
   const double others = std::max(others_rows_, 0.0);
-  return costs_.draft_seconds(static_cast<int>(std::lround(others)) + nodes) * nodes / (others + nodes);
+  return costs_->draft_seconds(static_cast<int>(std::lround(others)) + nodes) * nodes / (others + nodes);
 }
 
 DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, DraftParams limits, int sequences) {
@@ -60,9 +63,9 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
     const int most = std::min(budget, static_cast<int>(order.size()));
     for (int n = 0; n <= most; ++n) {
       if (n > 0) accepted += value[static_cast<size_t>(order[static_cast<size_t>(n - 1)])];
-      const double seconds = costs_.overhead_seconds() +
-                             costs_.extend_seconds(static_cast<int>(std::lround(1 + accepted))) + draft_spent +
-                             costs_.verify_seconds(B + n);
+      const double seconds = costs_->overhead_seconds() +
+                             costs_->extend_seconds(static_cast<int>(std::lround(1 + accepted))) + draft_spent +
+                             costs_->verify_seconds(B + n);
       const double rate = (B + accepted) / seconds;
       if (rate > best) best = rate, best_n = n;
     }
@@ -108,7 +111,7 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
           d < best_child_p_.size() && best_child_p_[d] >= 0 ? best_child_p_[d] : p[static_cast<size_t>(x)];
       const double g = gain + value[static_cast<size_t>(x)] * child_p;
       const int n = static_cast<int>(expand.size()) + 1;
-      const double cost = draft_share(n) + costs_.verify_seconds(B + best_n + n) - costs_.verify_seconds(B + best_n);
+      const double cost = draft_share(n) + costs_->verify_seconds(B + best_n + n) - costs_->verify_seconds(B + best_n);
       if (!(g > rate * cost)) break;
       gain = g;
       expand.push_back(x);
@@ -118,7 +121,7 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
     const int n = static_cast<int>(expand.size());
     const DraftForward forward = co_yield steps;
     tree.forward_seconds += forward.seconds;
-    costs_.observe_draft(static_cast<int>(forward.rows), forward.seconds);
+    costs_->observe_draft(static_cast<int>(forward.rows), forward.seconds);
     draft_spent += draft_share(n);
     others_rows_ += kOthersRate * (static_cast<double>(forward.rows - n) - others_rows_);
     others_seen_ = true;
@@ -130,7 +133,7 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
   // acceptance model nothing, and a drafter it has written off could never win it back.
   if (learn_ && best_n == 0 && tree.nodes.size() > 1) best_n = 1;
   sequences_ = B;
-  round_seconds_ = costs_.overhead_seconds() + draft_spent + costs_.verify_seconds(B + best_n);
+  round_seconds_ = costs_->overhead_seconds() + draft_spent + costs_->verify_seconds(B + best_n);
   std::vector<bool> keep(tree.nodes.size(), false);
   for (int i = 0; i < best_n; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
   co_return keep_nodes(tree, keep);
@@ -151,7 +154,7 @@ void RoundPolicy::observe(const DraftTree& tree, std::span<const int32_t> kept) 
   // not each alone: a good drafter's round with nothing accepted is a matter of chance, and three in a row would
   // send it to plain decoding for 8 steps.
   const int accepted = static_cast<int>(kept.size()) - 1;
-  const double realized = (sequences_ + accepted) / (round_seconds_ + costs_.extend_seconds(1 + accepted));
+  const double realized = (sequences_ + accepted) / (round_seconds_ + costs_->extend_seconds(1 + accepted));
   const double outcome = realized / plain_rate(sequences_);
   outcome_ = outcome_fresh_ ? outcome : outcome_ + kOutcomeRate * (outcome - outcome_);
   outcome_fresh_ = false;

@@ -18,6 +18,7 @@
 // plain steps, a probe being up to 3 rounds judged on their running mean (one rejection is chance). The first round
 // and every probe round draft at most 4 nodes and verify at least the drafter's best child.
 // Greedy output does not depend on any of this: every tree is verified exactly.
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,7 +38,9 @@ DraftParams auto_draft_limits();
 
 class RoundPolicy {
  public:
-  RoundPolicy(CostModel costs, AcceptancePrior prior);
+  // The cost model is shared with the other sequences of this pair: every round's timings correct it for all.
+  RoundPolicy(std::shared_ptr<CostModel> costs, AcceptancePrior prior);
+  RoundPolicy(CostModel costs, AcceptancePrior prior);  // a model of its own
 
   // Whether this round drafts; false: a plain step that does not run the drafter.
   bool drafts() const { return drafting_ || probing_; }
@@ -53,8 +56,8 @@ class RoundPolicy {
   // After each round, drafted or not: decides whether the next one drafts.
   void next_round();
 
-  CostModel& costs() { return costs_; }
-  const CostModel& costs() const { return costs_; }
+  CostModel& costs() { return *costs_; }
+  const CostModel& costs() const { return *costs_; }
   double plain_rate(int sequences = 1) const;  // tokens per second of a plain step of `sequences`
 
  private:
@@ -62,7 +65,7 @@ class RoundPolicy {
   // other sequences' nodes (others_rows_ of them, as last seen; alone, the whole forward).
   double draft_share(int nodes) const;
 
-  CostModel costs_;
+  std::shared_ptr<CostModel> costs_;
   AcceptanceModel acceptance_;
   std::vector<double> best_child_p_;  // [d]: running mean of the best child's p under an expanded node of depth d
   bool drafting_ = true, probing_ = false, paid_ = true;

@@ -34,9 +34,11 @@ struct SpecConfig {
   SamplingParams sampling;
   int64_t context = 4096;  // target context (tokens); the caches are sized from it
   int prefill_batch = 256;
-  std::shared_ptr<const CostModel> costs;  // auto: this pair's costs on this machine (speculative/cost_probe.h)
-  AcceptancePrior prior;                   // auto: where each sequence's acceptance model starts
-  std::shared_ptr<KVPool> kv_pool;         // the caches' blocks (null: private caches)
+  // auto: this pair's costs on this machine (speculative/cost_probe.h), shared by every sequence of the pair: their
+  // rounds' timings correct it together, and a request starts from what the ones before it learnt.
+  std::shared_ptr<CostModel> costs;
+  AcceptancePrior prior;            // auto: where each sequence's acceptance model starts
+  std::shared_ptr<KVPool> kv_pool;  // the caches' blocks (null: private caches)
 };
 
 class SpeculativeDecoder : public BatchedSequence {
