@@ -120,6 +120,7 @@ int run_speculative(const BenchArgs& a) {
   const GenerationLimits limits{a.max_tokens, 0, target->config().eos_token_ids, 256};
   std::shared_ptr<CostModel> costs;
   AcceptancePrior prior;
+  std::shared_ptr<AcceptanceModel> acceptance;  // what the sequences of the auto settings learn, prompt after prompt
   if (std::ranges::any_of(settings, [](const Setting& s) { return s.policy == SpecPolicy::Auto; })) {
     int rows = 2;
     for (const Setting& s : settings) rows = std::max(rows, s.params.num_draft_tokens);
@@ -129,6 +130,7 @@ int run_speculative(const BenchArgs& a) {
     prior = AcceptancePrior::from_training_record(drafter_dir, &note);
     if (!note.empty()) log_note(note);
     log_info("cost model (" + how + "): " + costs->describe());
+    acceptance = std::make_shared<AcceptanceModel>(prior);
   }
 
   struct Row {
@@ -185,7 +187,7 @@ int run_speculative(const BenchArgs& a) {
       round.scheme = row.verification;
       round.policy = row.policy;
       const SpeculativeResult r = generate_speculative(
-          *target, proposer, prompt, {round, a.sampling, 4096, limits.prefill_batch, costs, prior}, limits);
+          *target, proposer, prompt, {round, a.sampling, 4096, limits.prefill_batch, costs, prior, acceptance}, limits);
       row.t.identical = row.t.identical && r.tokens == plain_run.tokens;
       add(row.t, r, &r);
     }

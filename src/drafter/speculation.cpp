@@ -60,6 +60,7 @@ std::unique_ptr<Speculation> Speculation::load(const SpecOptions& options, Trans
     if (!prior_note.empty()) log_note(prior_note);
     log_info("cost model (" + how + "): " + s->costs_->describe());
     log_info("acceptance prior: " + s->prior_.describe());
+    s->acceptance_ = std::make_shared<AcceptanceModel>(s->prior_);
   }
   return s;
 }
@@ -72,7 +73,7 @@ std::unique_ptr<Eagle3Drafter> Speculation::load_drafter(const std::string& dir,
 std::unique_ptr<Proposer> Speculation::new_proposer() const { return std::make_unique<Eagle3Proposer>(*drafter_); }
 
 SpecConfig Speculation::config(const SamplingParams& sampling, int64_t context, int prefill_batch) const {
-  return SpecConfig{options_.round, sampling, context, prefill_batch, costs_, prior_};
+  return SpecConfig{options_.round, sampling, context, prefill_batch, costs_, prior_, acceptance_};
 }
 
 }  // namespace eaglet

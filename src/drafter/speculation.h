@@ -53,6 +53,7 @@ class Speculation {
   std::unique_ptr<Eagle3Drafter> drafter_;
   std::shared_ptr<CostModel> costs_;  // auto
   AcceptancePrior prior_;
+  std::shared_ptr<AcceptanceModel> acceptance_;  // auto: what the pair's sequences learnt
 };
 
 }  // namespace eaglet

@@ -42,7 +42,7 @@ std::string AcceptancePrior::describe() const {
     std::snprintf(buf, sizeof buf, " %.2f", f);
     s += buf;
   }
-  return s + " by depth, learnt per sequence";
+  return s + " by depth, learnt online (a sequence starts from what the pair's sequences learnt)";
 }
 
 AcceptanceModel::AcceptanceModel(AcceptancePrior prior) : prior_(std::move(prior)) {
@@ -74,6 +74,18 @@ void AcceptanceModel::observe(double q, int depth, bool accepted) {
   const int d = depth_bucket(depth), b = bin(q);
   accepted_[d][b] += accepted ? 1.0 : 0.0;
   expected_[d][b] += q;
+}
+
+AcceptanceModel AcceptanceModel::head_start(double weight) const {
+  AcceptanceModel m = *this;
+  for (int d = 0; d < kDepths; ++d)
+    for (int b = 0; b < kBins; ++b) {
+      const double n = m.expected_[d][b];  // in q units: a bin of q ~ 1 holds about that many outcomes
+      if (n <= weight) continue;
+      m.accepted_[d][b] *= weight / n;
+      m.expected_[d][b] = weight;
+    }
+  return m;
 }
 
 void AcceptanceModel::fade() {

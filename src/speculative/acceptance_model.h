@@ -29,7 +29,11 @@ class AcceptanceModel {
   // One drafted node whose parent was accepted (or is the root): accepted or not.
   void observe(double q, int depth, bool accepted);
   void fade();  // after each round: old outcomes weigh less (half weight after ~30 rounds)
+  // A copy to start a new sequence from: the same estimates, each bin holding at most `weight` outcomes, so that the
+  // sequence's own outcomes soon outweigh the ones it inherits.
+  AcceptanceModel head_start(double weight = kHeadStartWeight) const;
   static constexpr double kMaxProbability = 0.98;
+  static constexpr double kHeadStartWeight = 8.0;
 
  private:
   static constexpr int kBins = 8, kDepths = 4;  // q bins (bin()); depths 1, 2, 3, 4+

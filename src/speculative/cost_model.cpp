@@ -52,6 +52,11 @@ double CostModel::Part::at(int rows, bool corrected) const {
 }
 
 void CostModel::Part::observe(int rows, double seconds) {
+  // Beyond the last point the curve is a guess (its last slope): a forward there says nothing about the last point.
+  // The extend after plain steps covers every pair they deferred, often more tokens than the probe timed, and
+  // charging its time to the last point made every extend look dearer, so that the policy drafted less, deferred
+  // longer extends, and so on.
+  if (curve.size() > 1 && rows > curve.back().first) return;
   const double measured = at(rows, false);
   if (!(measured > 0) || !(seconds > 0)) return;
   const double ratio = std::clamp(seconds / measured, 0.1, 10.0);

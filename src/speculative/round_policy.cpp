@@ -22,8 +22,11 @@ std::string_view policy_name(SpecPolicy policy) { return policy == SpecPolicy::A
 
 DraftParams auto_draft_limits() { return {12, 4, 32}; }
 
-RoundPolicy::RoundPolicy(std::shared_ptr<CostModel> costs, AcceptancePrior prior)
-    : costs_(std::move(costs)), acceptance_(std::move(prior)) {}
+RoundPolicy::RoundPolicy(std::shared_ptr<CostModel> costs, AcceptancePrior prior,
+                         std::shared_ptr<AcceptanceModel> learnt)
+    : costs_(std::move(costs)),
+      acceptance_(learnt ? learnt->head_start() : AcceptanceModel(std::move(prior))),
+      learnt_(std::move(learnt)) {}
 
 RoundPolicy::RoundPolicy(CostModel costs, AcceptancePrior prior)
     : RoundPolicy(std::make_shared<CostModel>(std::move(costs)), std::move(prior)) {}
@@ -147,8 +150,10 @@ void RoundPolicy::observe(const DraftTree& tree, std::span<const int32_t> kept) 
     if (!on_path[static_cast<size_t>(node.parent)]) continue;  // its parent was rejected: no outcome for it
     const double q = std::exp(node.score - tree.nodes[static_cast<size_t>(node.parent)].score);
     acceptance_.observe(q, node.depth, on_path[i]);
+    if (learnt_) learnt_->observe(q, node.depth, on_path[i]);
   }
   acceptance_.fade();
+  if (learnt_) learnt_->fade();
   // A round pays when it was expected to and the recent rounds did: a drafter confidently wrong where the model has
   // not yet learnt it (an unseen q bin or depth) keeps promising, so the outcomes decide too. Their running mean,
   // not each alone: a good drafter's round with nothing accepted is a matter of chance, and three in a row would

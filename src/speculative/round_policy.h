@@ -38,8 +38,11 @@ DraftParams auto_draft_limits();
 
 class RoundPolicy {
  public:
-  // The cost model is shared with the other sequences of this pair: every round's timings correct it for all.
-  RoundPolicy(std::shared_ptr<CostModel> costs, AcceptancePrior prior);
+  // The cost model is shared with the other sequences of this pair: every round's timings correct it for all. So is
+  // `learnt`, when given: the pair's acceptance as its sequences observed it; this sequence's model starts from it
+  // (else from the prior) and adds its outcomes to it.
+  RoundPolicy(std::shared_ptr<CostModel> costs, AcceptancePrior prior,
+              std::shared_ptr<AcceptanceModel> learnt = nullptr);
   RoundPolicy(CostModel costs, AcceptancePrior prior);  // a model of its own
 
   // Whether this round drafts; false: a plain step that does not run the drafter.
@@ -67,6 +70,7 @@ class RoundPolicy {
 
   std::shared_ptr<CostModel> costs_;
   AcceptanceModel acceptance_;
+  std::shared_ptr<AcceptanceModel> learnt_;
   std::vector<double> best_child_p_;  // [d]: running mean of the best child's p under an expanded node of depth d
   bool drafting_ = true, probing_ = false, paid_ = true;
   double outcome_ = 0;         // running mean of rounds' realized rate over a plain step's

@@ -47,7 +47,8 @@ void SpeculativeDecoder::start_prefill(std::span<const int32_t> prompt) {
   proposer_.reset(proposer_capacity_, config_.kv_pool);
   pending_tokens_.clear();
   pending_aux_.clear();
-  if (config_.round.policy == SpecPolicy::Auto) policy_ = std::make_unique<RoundPolicy>(config_.costs, config_.prior);
+  if (config_.round.policy == SpecPolicy::Auto)
+    policy_ = std::make_unique<RoundPolicy>(config_.costs, config_.prior, config_.acceptance);
   aux_rows_.resize(static_cast<size_t>(n * target_.aux_width()));
   prompt_.assign(prompt.begin(), prompt.end());
   target_prefilled_ = proposer_prefilled_ = 0;

@@ -37,7 +37,10 @@ struct SpecConfig {
   // auto: this pair's costs on this machine (speculative/cost_probe.h), shared by every sequence of the pair: their
   // rounds' timings correct it together, and a request starts from what the ones before it learnt.
   std::shared_ptr<CostModel> costs;
-  AcceptancePrior prior;            // auto: where each sequence's acceptance model starts
+  AcceptancePrior prior;  // auto: where each sequence's acceptance model starts
+  // auto: the pair's acceptance as its sequences have observed it, shared like `costs`: a sequence starts from it
+  // rather than from the prior, and adds its outcomes to it. Null: each sequence starts from the prior.
+  std::shared_ptr<AcceptanceModel> acceptance;
   std::shared_ptr<KVPool> kv_pool;  // the caches' blocks (null: private caches)
 };
 

@@ -66,11 +66,13 @@ struct PolicyRun {
 };
 
 PolicyRun decode(Transformer& target, Proposer& proposer, const std::vector<int32_t>& prompt, int n, SpecPolicy policy,
-                 const DraftParams& shape, std::shared_ptr<CostModel> costs) {
+                 const DraftParams& shape, std::shared_ptr<CostModel> costs,
+                 std::shared_ptr<AcceptanceModel> learnt = nullptr) {
   SpecConfig config{.round = {shape, SpecSampling::TargetOnly, policy},
                     .context = static_cast<int64_t>(prompt.size()) + n + 64,
                     .prefill_batch = 16,
-                    .costs = std::move(costs)};
+                    .costs = std::move(costs),
+                    .acceptance = std::move(learnt)};
   SpeculativeDecoder decoder(target, proposer, config);
   PolicyRun r;
   r.tokens = {decoder.prefill(prompt)};
@@ -315,6 +317,25 @@ TEST_F(AutoPolicy, DecodersOfAPairCorrectOneCostModel) {
   EXPECT_EQ(second.tokens, first.tokens);
 }
 
+// What a pair's sequences learn of its acceptance, the next sequence starts from: after one sequence found the
+// drafter confidently wrong, the next one drafts less than a sequence that starts from the prior (p = q).
+TEST_F(AutoPolicy, ASequenceStartsFromWhatThePairLearnt) {
+  const auto learnt = std::make_shared<AcceptanceModel>(AcceptancePrior{});
+  const double fresh_p = learnt->probability(0.95, 1);
+  TurningProposer wrong(*exact_, /*from=*/0);
+  decode(*echo_, wrong, prompt_of(12, echo_->config().vocab_size, 6), 60, SpecPolicy::Auto, auto_draft_limits(), costs_,
+         learnt);
+  EXPECT_LT(learnt->probability(0.95, 1), 0.5 * fresh_p) << "the pair's model did not learn from the sequence";
+  const auto prompt = prompt_of(12, echo_->config().vocab_size, 7);
+  const PolicyRun from_prior =
+      decode(*echo_, wrong, prompt, 60, SpecPolicy::Auto, auto_draft_limits(), costs_, nullptr);
+  const PolicyRun from_pair = decode(*echo_, wrong, prompt, 60, SpecPolicy::Auto, auto_draft_limits(), costs_, learnt);
+  std::printf("[auto] wrong drafter, from the prior: %s\n  from the pair: %s\n", from_prior.stats.summary().c_str(),
+              from_pair.stats.summary().c_str());
+  EXPECT_LT(from_pair.stats.drafted, from_prior.stats.drafted);
+  EXPECT_EQ(from_pair.tokens, from_prior.tokens);
+}
+
 TEST(AutoPolicyConfig, NeedsACostModel) {
   auto echo = Transformer::load(fixture("drafters/targets/echo_fp32"));
   auto exact = Eagle3Drafter::load(fixture("drafters/exact_echo"), *echo, {});
@@ -333,6 +354,8 @@ TEST(CostModel, InterpolatesAndLearnsFromObservations) {
   for (int i = 0; i < 200; ++i) m.observe_verify(8, 4.0);  // verify rows cost twice what the probe saw
   EXPECT_NEAR(m.verify_seconds(8), 4.0, 0.05);
   EXPECT_NEAR(m.verify_seconds(1), 1.0, 1e-12) << "a plain step's cost is its own point";
+  for (int i = 0; i < 50; ++i) m.observe_extend(40, 5.0);  // a long deferred extend: beyond the timed points
+  EXPECT_NEAR(m.extend_seconds(4), 0.2, 1e-12) << "a forward beyond the last point moved it";
   CostModel frozen = m;
   frozen.freeze();
   frozen.observe_verify(1, 9.0);
