@@ -173,13 +173,21 @@ CostModel load_or_probe_costs(Transformer& target, Proposer& proposer, const std
                               const CostProbeOptions& options) {
   const std::string path = cost_cache_path(key);
   std::string problem;
+  double now = 0;  // T(1) timed now, the way the file's check was
   try {
     if (!path.empty() && path_exists(path)) {
       const nlohmann::json j = nlohmann::json::parse(read_regular_file(path));
       if (j.value("key", "") == key && j.value("max_rows", 0) >= options.max_rows) {
         CostModel costs = CostModel::from_json(j.at("costs"));
-        // A file measured while the machine was busy (or is now) would mislead every round: check T(1) now.
-        const double cached = costs.verify_seconds(1), now = time_one_row(target);
+        // A file measured while the machine was busy (or is now) would mislead every round: check T(1) now, timed
+        // as when the file was written (the probe's own T(1), timed between the drafter's forwards, reads higher).
+        double cached = costs.verify_seconds(1);
+        if (j.contains("t1_check")) {
+          const nlohmann::json& c = j["t1_check"];
+          if (!c.is_number() || !(c.get<double>() > 0)) throw std::runtime_error("t1_check is not a positive number");
+          cached = c.get<double>();
+        }
+        now = time_one_row(target);
         if (now >= cached / options.cached_drift && now <= cached * options.cached_drift) {
           if (how) *how = "cached in " + path;
           return costs;
@@ -195,6 +203,7 @@ CostModel load_or_probe_costs(Transformer& target, Proposer& proposer, const std
   }
   const Timer t;
   CostModel costs = probe_costs(target, proposer, options);
+  if (!(now > 0)) now = time_one_row(target);
   char took[64];
   std::snprintf(took, sizeof took, "measured in %.2f s", t.seconds());
   std::string said = took + problem;
@@ -203,8 +212,11 @@ CostModel load_or_probe_costs(Transformer& target, Proposer& proposer, const std
       std::error_code ec;
       std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
       if (ec) fail(std::filesystem::path(path).parent_path().string(), ": ", describe_error_code(ec));
-      const nlohmann::json j = {
-          {"format", kFormat}, {"key", key}, {"max_rows", options.max_rows}, {"costs", costs.to_json()}};
+      const nlohmann::json j = {{"format", kFormat},
+                                {"key", key},
+                                {"max_rows", options.max_rows},
+                                {"costs", costs.to_json()},
+                                {"t1_check", now}};
       write_file_atomic(path, j.dump(1) + "\n");
       said += ", cached in " + path;
     } catch (const std::exception& e) {

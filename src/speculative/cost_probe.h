@@ -29,8 +29,9 @@ std::string cost_cache_key(const std::vector<std::string>& dirs);
 // The cache file for a key ("" when caching is off or no home is known).
 std::string cost_cache_path(const std::string& key);
 
-// The cached model for `key`, else a measurement (then cached). A cached model whose T(1) is more than
-// options.cached_drift off T(1) timed now (a file written on a busy machine, or a busy machine now) is measured again.
+// The cached model for `key`, else a measurement (then cached, with T(1) timed the way the check times it). A cached
+// model whose check is more than options.cached_drift off T(1) timed now (a file written on a busy machine, or a busy
+// machine now) is measured again.
 // `how` receives "measured in 1.2 s" (and why, where a cached file was not used) or "cached in PATH".
 CostModel load_or_probe_costs(Transformer& target, Proposer& proposer, const std::string& key, std::string* how,
                               const CostProbeOptions& options = {});

@@ -449,6 +449,8 @@ TEST(CostCache, StoresReadsBackAndSurvivesABadCache) {
   // A file measured on a machine 100x slower than now (a busy one) is measured again, and rewritten.
   nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
   for (auto& point : j["costs"]["verify"]) point[1] = point[1].get<double>() * 100;
+  ASSERT_TRUE(j.contains("t1_check"));
+  j["t1_check"] = j["t1_check"].get<double>() * 100;
   { std::ofstream(path) << j.dump(); }
   load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8});
   EXPECT_NE(how.find("measured"), std::string::npos) << how;
@@ -457,6 +459,11 @@ TEST(CostCache, StoresReadsBackAndSurvivesABadCache) {
   EXPECT_EQ(how, "cached in " + path) << "the file was not rewritten";
   load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 16});
   EXPECT_NE(how.find("measured"), std::string::npos) << "fewer rows were cached than asked: " << how;
+  j = nlohmann::json::parse(std::ifstream(path));
+  j["t1_check"] = "fast";
+  { std::ofstream(path) << j.dump(); }
+  load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 16});
+  EXPECT_NE(how.find("unusable"), std::string::npos) << how;
   { std::ofstream(path) << "{not json"; }
   load_or_probe_costs(*echo, proposer, key, &how, {.max_rows = 8});
   EXPECT_NE(how.find("unusable"), std::string::npos) << how;
