@@ -185,15 +185,11 @@ bool ScreenedArgmax::top_k(const float* x, int64_t M, int k, int32_t* ids, float
                            ThreadPool& pool) {
   if (!screen(x, M, k, pool)) return false;
   const int64_t N = w_.rows, item_rows = matmul_item_rows(w_);
-  std::vector<uint8_t> computed(static_cast<size_t>(N), 0);
-  for (const int64_t item : items_)
-    for (int64_t r = item * item_rows; r < std::min(N, (item + 1) * item_rows); ++r)
-      computed[static_cast<size_t>(r)] = 1;
-  std::vector<int32_t> best;
   for (int64_t m = 0; m < M; ++m) {
     float* y = &exact_[static_cast<size_t>(m * N)];
     const float* z = &screen_[static_cast<size_t>(m * N)];
     auto better = [&](int32_t a, int32_t b) { return y[a] > y[b] || (y[a] == y[b] && a < b); };
+    std::vector<int32_t>& best = top_;
     best.clear();
     for (const int64_t item : items_)
       for (int64_t r = item * item_rows; r < std::min(N, (item + 1) * item_rows); ++r) {
@@ -208,7 +204,7 @@ bool ScreenedArgmax::top_k(const float* x, int64_t M, int k, int32_t* ids, float
     }
     // The normaliser over the exact values computed and the screen's elsewhere (filled in where nothing was).
     for (int64_t r = 0; r < N; ++r)
-      if (!computed[static_cast<size_t>(r)]) y[r] = z[r];
+      if (!wanted_[static_cast<size_t>(r / item_rows)]) y[r] = z[r];
     log_z[m] = log_sum_exp(y, N);
   }
   return true;

@@ -65,7 +65,8 @@ class ScreenedArgmax {
   bool finite_ = true;                               // every weight finite
   std::vector<float> xr_, screen_, exact_;
   std::vector<double> bound_, lower_;  // e_r of the row being screened; its lower bounds z̃_r − e_r
-  std::vector<uint8_t> wanted_;
+  std::vector<uint8_t> wanted_;        // per item of matmul_rows(): computed exactly
+  std::vector<int32_t> top_;           // top_k(): one row's best ids so far
   std::vector<int64_t> items_;
   Stats stats_;
 };

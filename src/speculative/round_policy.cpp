@@ -28,9 +28,6 @@ RoundPolicy::RoundPolicy(std::shared_ptr<CostModel> costs, AcceptancePrior prior
       acceptance_(learnt ? learnt->head_start() : AcceptanceModel(std::move(prior))),
       learnt_(std::move(learnt)) {}
 
-RoundPolicy::RoundPolicy(CostModel costs, AcceptancePrior prior)
-    : RoundPolicy(std::make_shared<CostModel>(std::move(costs)), std::move(prior)) {}
-
 double RoundPolicy::plain_rate(int sequences) const { return sequences / costs_->verify_seconds(sequences); }
 
 DraftTree RoundPolicy::grow(Proposer& proposer, int32_t root_token, const DraftParams& limits, int sequences) {

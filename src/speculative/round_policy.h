@@ -43,7 +43,6 @@ class RoundPolicy {
   // (else from the prior) and adds its outcomes to it.
   RoundPolicy(std::shared_ptr<CostModel> costs, AcceptancePrior prior,
               std::shared_ptr<AcceptanceModel> learnt = nullptr);
-  RoundPolicy(CostModel costs, AcceptancePrior prior);  // a model of its own
 
   // Whether this round drafts; false: a plain step that does not run the drafter.
   bool drafts() const { return drafting_ || probing_; }
