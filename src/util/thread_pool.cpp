@@ -28,7 +28,7 @@ ThreadPool::ThreadPool(int num_threads, double spin_seconds)
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -48,29 +48,36 @@ bool ThreadPool::spin_until(const Pred& pred) const {
   }
 }
 
+bool ThreadPool::help(uint32_t gen, int index) {
+  const Job job{job_fn_.load(std::memory_order_relaxed), job_call_.load(std::memory_order_relaxed)};
+  const size_t n = job_n_.load(std::memory_order_relaxed), chunks = job_chunks_.load(std::memory_order_relaxed);
+  uint64_t ticket = ticket_.load(std::memory_order_acquire);
+  for (;;) {
+    const size_t chunk = static_cast<uint32_t>(ticket);
+    if (static_cast<uint32_t>(ticket >> 32) != gen || chunk >= chunks) return false;
+    if (!ticket_.compare_exchange_weak(ticket, ticket + 1, std::memory_order_acq_rel)) continue;
+    job(chunk * n / chunks, (chunk + 1) * n / chunks, index);
+    if (finished_chunks_.fetch_add(1) + 1 == chunks && caller_sleeping_.load()) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_.notify_all();
+    }
+    ticket = ticket_.load(std::memory_order_acquire);
+  }
+}
+
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    spin_until(
-        [&] { return stop_.load(std::memory_order_relaxed) || generation_.load(std::memory_order_acquire) != seen; });
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!stop_ && generation_ == seen) {
-      ++sleeping_workers_;
+    if (!spin_until([&] { return stop_.load(std::memory_order_relaxed) || generation_.load() != seen; })) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      sleeping_workers_.fetch_add(1);
       sleeps_.fetch_add(1, std::memory_order_relaxed);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      --sleeping_workers_;
+      wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+      sleeping_workers_.fetch_sub(1);
     }
-    if (stop_) return;
-    seen = generation_;
-    while (next_chunk_ < job_chunks_) {
-      const size_t chunk = next_chunk_++;
-      const Job job = job_;
-      const size_t n = job_n_, chunks = job_chunks_;
-      lock.unlock();
-      job(chunk * n / chunks, (chunk + 1) * n / chunks, index);
-      lock.lock();
-      if (finished_chunks_.fetch_add(1) + 1 == job_chunks_ && caller_sleeping_) done_.notify_all();
-    }
+    if (stop_.load()) return;
+    seen = generation_.load();
+    help(static_cast<uint32_t>(seen), index);
   }
 }
 
@@ -81,36 +88,28 @@ void ThreadPool::run(Job fn, size_t n, size_t grain) {
     fn(0, n, 0);
     return;
   }
-  std::unique_lock<std::mutex> lock(mutex_);
-  job_ = fn;
-  job_n_ = n;
-  job_chunks_ = chunks;
-  next_chunk_ = 1;  // chunk 0 is the caller's
-  finished_chunks_ = 0;
-  generation_.fetch_add(1, std::memory_order_release);
-  const bool wake = sleeping_workers_ > 0;
-  lock.unlock();
-  if (wake) wake_.notify_all();
+  const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  job_fn_.store(fn.fn, std::memory_order_relaxed);
+  job_call_.store(fn.call, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  job_chunks_.store(chunks, std::memory_order_relaxed);
+  finished_chunks_.store(0, std::memory_order_relaxed);
+  ticket_.store((gen << 32) | 1, std::memory_order_release);  // chunk 0 is the caller's
+  generation_.store(gen);
+  if (sleeping_workers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }  // a worker between its check and its wait is now waiting
+    wake_.notify_all();
+  }
   fn(0, n / chunks, 0);
-  lock.lock();
-  ++finished_chunks_;
-  while (next_chunk_ < job_chunks_) {  // help with chunks no worker has picked up yet
-    const size_t chunk = next_chunk_++;
-    lock.unlock();
-    fn(chunk * n / chunks, (chunk + 1) * n / chunks, 0);
-    lock.lock();
-    ++finished_chunks_;
-  }
-  lock.unlock();
+  finished_chunks_.fetch_add(1);
+  help(static_cast<uint32_t>(gen), 0);  // the chunks no worker has picked up yet
   if (!spin_until([&] { return finished_chunks_.load(std::memory_order_acquire) == chunks; })) {
-    lock.lock();
-    caller_sleeping_ = true;
+    std::unique_lock<std::mutex> lock(mutex_);
+    caller_sleeping_.store(true);
     sleeps_.fetch_add(1, std::memory_order_relaxed);
-    done_.wait(lock, [&] { return finished_chunks_ == job_chunks_; });
-    caller_sleeping_ = false;
-    lock.unlock();
+    done_.wait(lock, [&] { return finished_chunks_.load() == chunks; });
+    caller_sleeping_.store(false);
   }
-  // job_ is left as it was: no worker can pick a chunk of a finished job, and the next run replaces it.
 }
 
 namespace {

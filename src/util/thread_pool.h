@@ -47,6 +47,8 @@ class ThreadPool {
   };
   void run(Job job, size_t n, size_t grain);
   void worker_loop(int index);
+  // Runs chunks of the job of generation `gen` until none is left to claim; false when that job is over.
+  bool help(uint32_t gen, int index);
   // Spins until pred() or the spin time is over; returns pred().
   template <typename Pred>
   bool spin_until(const Pred& pred) const;
@@ -54,16 +56,20 @@ class ThreadPool {
   int num_threads_;
   double spin_seconds_;
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  // Written under the mutex; generation_ and finished_chunks_ are also read without it while spinning.
-  Job job_{nullptr, nullptr};
-  size_t job_n_ = 0, job_chunks_ = 0, next_chunk_ = 0;
+  // A job is published without a lock: its fields, then `ticket_` = (generation << 32) | next chunk to run. A thread
+  // claims a chunk by advancing the ticket (compare-exchange), so a claim made against a stale generation fails, and
+  // fields read for a job that ended meanwhile are never used. The mutex and condition variables serve sleep only.
+  std::atomic<const void*> job_fn_{nullptr};
+  std::atomic<void (*)(const void*, size_t, size_t, int)> job_call_{nullptr};
+  std::atomic<size_t> job_n_{0}, job_chunks_{0};
+  std::atomic<uint64_t> ticket_{0};
   std::atomic<size_t> finished_chunks_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
-  int sleeping_workers_ = 0;
-  bool caller_sleeping_ = false;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::atomic<int> sleeping_workers_{0};
+  std::atomic<bool> caller_sleeping_{false};
   std::atomic<uint64_t> sleeps_{0};
 };
 
