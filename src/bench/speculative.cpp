@@ -125,8 +125,8 @@ int run_speculative(const BenchArgs& a) {
     int rows = 2;
     for (const Setting& s : settings) rows = std::max(rows, s.params.num_draft_tokens);
     std::string how, note;
-    costs = std::make_shared<CostModel>(
-        load_or_probe_costs(*target, proposer, cost_cache_key({target_dir, drafter_dir}), &how, {.max_rows = rows}));
+    costs = std::make_shared<CostModel>(load_or_probe_costs(
+        *target, proposer, Speculation::cost_key(target_dir, drafter_dir, a.spec.load), &how, {.max_rows = rows}));
     prior = AcceptancePrior::from_training_record(drafter_dir, &note);
     if (!note.empty()) log_note(note);
     log_info("cost model (" + how + "): " + costs->describe());

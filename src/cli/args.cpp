@@ -68,6 +68,18 @@ void add_drafter_args(CLI::App& cmd, SpecOptions& o, const std::string& drafter_
          "layer i: SGLang, SpecForge). Default: by drafter layout")
       ->check(CLI::IsMember({"input", "output"}))
       ->group(kSpecGroup);
+  cmd.add_option_function<std::string>(
+         "--speculative-draft-model-quantization",
+         [&o](const std::string& text) {
+           if (text == "none")
+             o.load.quantize.reset();
+           else
+             o.load.quantize = QuantScheme{text == "int4" ? WeightFormat::Int4Group : WeightFormat::Int8Channel, 32};
+         },
+         "Quantize a dense drafter's fc and projections at load, as eaglet quantize writes them: int8 (per channel), "
+         "int4 (groups of 32) or none (default). The target is untouched: output stays the same")
+      ->check(CLI::IsMember({"none", "int8", "int4"}))
+      ->group(kSpecGroup);
 }
 
 void add_round_args(CLI::App& cmd, SpecOptions& o, RoundFlags which) {

@@ -94,6 +94,7 @@ std::unique_ptr<Eagle3Drafter> Eagle3Drafter::load(const std::string& dir, const
   const LoadedTensors tensors = load_tensors(
       d->checkpoint_, list, std::string("EAGLE-3 drafter (") + layout_name(c.layout) + ")", false, c.quant);
   d->bind_weights(target, tensors, layer0);
+  if (options.quantize) d->quantize_projections(*options.quantize);
   std::vector<WeightMatrix*> matrices = {&d->fc_, &d->lm_head_};  // a head shared with the target has its panels
   for (BlockWeights& b : d->blocks_) std::ranges::copy(b.projections(), std::back_inserter(matrices));
   d->panels_.pack(matrices, &thread_pool());
@@ -241,7 +242,24 @@ std::string Eagle3Drafter::describe() const {
   s << "; norm_before_residual=" << c.norm_before_residual << " norm_before_fc=" << c.norm_before_fc
     << " fc_norm=" << c.fc_norm << " norm_output=" << c.norm_output;
   if (c.quant.format != WeightFormat::Dense) s << "; weights " << c.quant.description;
+  if (!quantized_at_load_.empty()) s << "; fc and projections " << quantized_at_load_ << ", quantized at load";
   return s.str();
+}
+
+void Eagle3Drafter::quantize_projections(const QuantScheme& scheme) {
+  if (config_.quant.format != WeightFormat::Dense)
+    fail(config_.file, ": the drafter's weights are already ", config_.quant.description,
+         ": drop --speculative-draft-model-quantization, or give the dense drafter");
+  std::vector<std::pair<WeightMatrix*, std::string>> targets = {{&fc_, "fc.weight"}};
+  for (size_t b = 0; b < blocks_.size(); ++b)
+    for (WeightMatrix* w : blocks_[b].projections())
+      if (w->data != nullptr) targets.emplace_back(w, "layer " + std::to_string(b) + " projection");
+  for (auto& [w, name] : targets) {
+    QuantizedMatrix q = quantize_matrix(*w, scheme, name, checkpoint_.source());
+    *w = q.matrix;
+    quantized_.push_back(std::move(q));  // the buffers move with it: w's pointers stay valid
+  }
+  quantized_at_load_ = scheme.name();
 }
 
 KVCache Eagle3Drafter::make_cache(int64_t capacity, std::shared_ptr<KVPool> pool) const {

@@ -21,6 +21,7 @@
 #include "kernels/screened_argmax.h"
 #include "model/block.h"
 #include "model/kv_cache.h"
+#include "model/quantize_weights.h"
 #include "model/tensor_list.h"
 
 namespace eaglet {
@@ -30,6 +31,10 @@ class Transformer;
 struct DrafterOptions {
   std::optional<AuxConvention> aux_convention;  // how to read explicit aux ids; default: the layout's
   std::optional<bool> norm_before_residual;     // overrides the config (doctor's probe of the other variant)
+  // --speculative-draft-model-quantization: fc and the layers' projections of a dense drafter quantized at load,
+  // exactly as `eaglet quantize` writes them (the head stays as stored, as there). The target is untouched, so
+  // speculation stays lossless; the drafter reads about half the bytes (int8) a round.
+  std::optional<QuantScheme> quantize;
 };
 
 // Every tensor of an EAGLE-3 drafter checkpoint: fc (+ input_norm or fc_norm.i), the blocks (layer 0 under
@@ -129,6 +134,7 @@ class Eagle3Drafter {
   Eagle3Drafter() = default;
   void check_contracts(const Transformer& target, const std::string& layer0_prefix) const;
   void bind_weights(const Transformer& target, const LoadedTensors& tensors, const std::string& layer0_prefix);
+  void quantize_projections(const QuantScheme& scheme);
   void fuse_aux(const float* aux, int64_t M, float* out);
 
   DrafterConfig config_;
@@ -139,6 +145,8 @@ class Eagle3Drafter {
   VocabMap vocab_;
   const TensorView* embed_ = nullptr;  // drafter's own or the target's
   WeightMatrix fc_, lm_head_;
+  std::vector<QuantizedMatrix> quantized_;  // the projections quantized at load (DrafterOptions::quantize)
+  std::string quantized_at_load_;           // their scheme's name; empty when none were
   PanelStore panels_;              // bf16 projections re-laid out for the AVX-512 BF16 kernel, where it is active
   std::vector<float> input_norm_;  // norm_before_fc, over the whole concat
   std::vector<std::vector<float>> fc_norms_;  // fc_norm, one per aux chunk

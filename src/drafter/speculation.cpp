@@ -36,6 +36,7 @@ std::string SpecOptions::describe() const {
   std::string s = "eagle3, " + shape + ", verification " +
                   (round.scheme == SpecSampling::DraftQ ? "draft-q" : "target-only") + ", drafter " + drafter;
   if (load.aux_convention) s += std::string(", aux ids as ") + convention_name(*load.aux_convention);
+  if (load.quantize) s += ", drafter projections " + load.quantize->name() + " at load";
   if (log_every > 0) s += ", log every " + std::to_string(log_every) + " verifies";
   return s;
 }
@@ -54,7 +55,7 @@ std::unique_ptr<Speculation> Speculation::load(const SpecOptions& options, Trans
     std::string how, prior_note;
     Eagle3Proposer probe(*s->drafter_);
     s->costs_ = std::make_shared<CostModel>(load_or_probe_costs(
-        target, probe, cost_cache_key({target.config().dir, options.drafter}), &how,
+        target, probe, cost_key(target.config().dir, options.drafter, options.load), &how,
         {.max_rows = s->options_.round.draft.num_draft_tokens, .top_k = s->options_.round.draft.topk}));
     s->prior_ = AcceptancePrior::from_training_record(options.drafter, &prior_note);
     if (!prior_note.empty()) log_note(prior_note);
@@ -68,6 +69,13 @@ std::unique_ptr<Speculation> Speculation::load(const SpecOptions& options, Trans
 std::unique_ptr<Eagle3Drafter> Speculation::load_drafter(const std::string& dir, const DrafterOptions& load,
                                                          const Transformer& target) {
   return Eagle3Drafter::load(dir, target, load);
+}
+
+std::string Speculation::cost_key(const std::string& target_dir, const std::string& drafter_dir,
+                                  const DrafterOptions& load) {
+  std::string key = cost_cache_key({target_dir, drafter_dir});
+  if (load.quantize) key += "drafter quantized at load: " + load.quantize->name() + "\n";
+  return key;
 }
 
 std::unique_ptr<Proposer> Speculation::new_proposer() const { return std::make_unique<Eagle3Proposer>(*drafter_); }

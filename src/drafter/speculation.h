@@ -40,6 +40,9 @@ class Speculation {
   // The drafter alone, as `load` reads it (convert-draft, doctor, evaluation): speculation need not be enabled.
   static std::unique_ptr<Eagle3Drafter> load_drafter(const std::string& dir, const DrafterOptions& load,
                                                      const Transformer& target);
+  // The key of the pair's cost cache (speculative/cost_probe.h): the model files, and how the drafter was loaded.
+  static std::string cost_key(const std::string& target_dir, const std::string& drafter_dir,
+                              const DrafterOptions& load);
 
   const SpecOptions& options() const { return options_; }
   Eagle3Drafter& drafter() const { return *drafter_; }

@@ -231,6 +231,38 @@ void quantize_row(const TensorView& w, int64_t r, const QuantScheme& s, float* s
   }
 }
 
+QuantizedMatrix quantize_matrix(const WeightMatrix& dense, const QuantScheme& scheme, const std::string& name,
+                                const std::string& file) {
+  if (dense.quantized() || !is_float(dense.dtype) || dense.row_stride() != dense.cols)
+    fail(file, ": '", name, "' is not a dense contiguous F32/BF16/F16 matrix (", dtype_name(dense.dtype),
+         "): it cannot be quantized again");
+  if (scheme.format == WeightFormat::Int4Group && (scheme.group <= 0 || dense.cols % scheme.group != 0))
+    fail(file, ": '", name, "' has input width ", dense.cols, ", not a multiple of the int4 group ", scheme.group,
+         ": use int8, or a group that divides it");
+  const TensorView view{name,
+                        dense.dtype,
+                        {dense.rows, dense.cols},
+                        static_cast<const std::byte*>(dense.data),
+                        static_cast<size_t>(dense.rows * dense.cols) * dtype_size(dense.dtype),
+                        file};
+  QuantizedMatrix q;
+  const bool int8 = scheme.format == WeightFormat::Int8Channel;
+  q.codes.resize(static_cast<size_t>(int8 ? dense.rows * dense.cols : dense.rows * dense.cols / 2));
+  q.scales.resize(static_cast<size_t>(dense.rows * scheme.groups_per_row(dense.cols)) * dtype_size(dense.dtype));
+  quantize_all_rows(view, scheme, q.scales.data(), nullptr);
+  quantize_all_rows(view, scheme, nullptr, q.codes.data());
+  WeightMatrix& w = q.matrix;
+  w.data = q.codes.data();
+  w.dtype = int8 ? DType::I8 : DType::I32;
+  w.rows = dense.rows;
+  w.cols = dense.cols;
+  w.format = scheme.format;
+  w.scales = q.scales.data();
+  w.scale_dtype = dense.dtype;
+  w.group = int8 ? 0 : scheme.group;
+  return q;
+}
+
 QuantizeSummary quantize_checkpoint(const QuantizeRequest& q) {
   const QuantScheme& s = q.scheme;
   if (s.format != WeightFormat::Int8Channel && s.format != WeightFormat::Int4Group)

@@ -34,6 +34,17 @@ struct QuantScheme {
 // Row r of the dense [rows, cols] weight `w`: its scales (as stored, converted back to fp32) and codes.
 void quantize_row(const TensorView& w, int64_t r, const QuantScheme& scheme, float* scales, int8_t* codes);
 
+// A dense matrix quantized in memory, exactly as `eaglet quantize` writes it (the same codes and scales, the scales in
+// the matrix's dtype): `matrix` views `codes` and `scales`, so the result must outlive its uses and not be copied
+// while they last (moving keeps the buffers). `name` and `file` only name the matrix in errors (a non-finite weight, a
+// group that does not divide the width, a layout that is not dense and contiguous).
+struct QuantizedMatrix {
+  std::vector<std::byte> codes, scales;
+  WeightMatrix matrix;
+};
+QuantizedMatrix quantize_matrix(const WeightMatrix& dense, const QuantScheme& scheme, const std::string& name,
+                                const std::string& file);
+
 struct QuantizeRequest {
   std::string in_dir, out_dir;
   QuantScheme scheme;

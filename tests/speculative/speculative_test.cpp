@@ -147,6 +147,54 @@ TEST(LosslessGreedyQuantizedDrafter, EqualsTheTargetAlone) {
     }
 }
 
+// --speculative-draft-model-quantization: a dense drafter quantized at load computes exactly what the folder that
+// `eaglet quantize` writes from it computes (the same codes and scales through the same kernels), and speculation
+// with it stays lossless with drafts accepted.
+TEST(LosslessGreedyQuantizedDrafter, QuantizedAtLoadEqualsTheQuantizedFolder) {
+  auto target = Transformer::load(fixture("drafters/targets/nearecho_fp32"));
+  const std::string in = fixture("drafters/exact_echo");
+  std::string int8_dir;
+  for (const QuantScheme& scheme :
+       {QuantScheme{WeightFormat::Int8Channel, 32}, QuantScheme{WeightFormat::Int4Group, 32}}) {
+    const std::string dir = test::temp_dir("quantized_at_load_" + std::to_string(scheme.bits())) + "/d";
+    if (scheme.bits() == 8) int8_dir = dir;
+    QuantizeRequest request{in, dir, scheme};
+    request.layout = {eagle3_checkpoint_tensors(DrafterConfig::load(in), Checkpoint::open_dir(in)), "", "exact_echo"};
+    quantize_checkpoint(request);
+    auto folder = Eagle3Drafter::load(dir, *target, {});
+    DrafterOptions options;
+    options.quantize = scheme;
+    auto at_load = Eagle3Drafter::load(in, *target, options);
+    EXPECT_NE(at_load->describe().find(scheme.name() + ", quantized at load"), std::string::npos)
+        << at_load->describe();
+
+    const int64_t S = 6, W = at_load->config().target_hidden_size * static_cast<int64_t>(at_load->aux_layers().size());
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal;
+    std::vector<float> aux(static_cast<size_t>(S * W));
+    for (float& v : aux) v = normal(rng);
+    const std::vector<int32_t> tokens = {3, 9, 27, 14, 5, 30}, positions = {0, 1, 2, 3, 4, 5};
+    const int64_t Vd = at_load->config().draft_vocab_size;
+    std::vector<std::vector<float>> logits;
+    for (Eagle3Drafter* d : {folder.get(), at_load.get()}) {
+      KVCache cache = d->make_cache(S);
+      d->forward(cache, tokens, aux.data(), Eagle3Drafter::Input::TargetAux, positions, {}, true);
+      logits.emplace_back(d->logits_row(0), d->logits_row(0) + S * Vd);
+    }
+    EXPECT_EQ(logits[0], logits[1]) << scheme.name() << ": not the folder's numbers";
+    expect_lossless_greedy(*target, *at_load, "exact_echo quantized at load " + scheme.name());
+  }
+  // A drafter already quantized is refused, naming the flag to drop.
+  DrafterOptions again;
+  again.quantize = QuantScheme{WeightFormat::Int8Channel, 32};
+  try {
+    Eagle3Drafter::load(int8_dir, *target, again);
+    ADD_FAILURE() << "a quantized drafter was quantized again";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("drop --speculative-draft-model-quantization"), std::string::npos) << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Layouts, LosslessGreedy,
     // Random-weight drafters of the real layouts (fc, fc_norm, bf16 paths) whose guesses land sometimes, and the exact
