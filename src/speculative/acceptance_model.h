@@ -32,6 +32,10 @@ class AcceptanceModel {
   // A copy to start a new sequence from: the same estimates, each bin holding at most `weight` outcomes, so that the
   // sequence's own outcomes soon outweigh the ones it inherits.
   AcceptanceModel head_start(double weight = kHeadStartWeight) const;
+  // The pair's plain fallback (round_policy.h), kept with what its sequences learnt: the wait between probes that its
+  // sequences' failed probes reached (0: the last probe paid, or none failed). A new sequence starts plain with it
+  // once probes have failed twice in a row, so that a drafter that does not pay is not tried at every request anew.
+  int probe_interval = 0;
   static constexpr double kMaxProbability = 0.98;
   static constexpr double kHeadStartWeight = 8.0;
 

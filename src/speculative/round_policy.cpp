@@ -7,9 +7,10 @@
 namespace eaglet {
 
 namespace {
-constexpr int kUnpaidRounds = 3;  // rounds in a row that did not pay before decoding plainly
-constexpr int kFirstProbe = 8;    // plain steps before the first probe
-constexpr int kLastProbe = 128;   // the longest wait between probes
+constexpr int kUnpaidRounds = 3;   // rounds in a row that did not pay before decoding plainly
+constexpr int kFirstProbe = 8;     // plain steps before the first probe
+constexpr int kLastProbe = 128;    // the longest wait between probes
+constexpr int kCarriedProbe = 32;  // a pair's probe interval from which its new sequences start plain (two failures)
 constexpr int kProbeNodes = 4;
 constexpr int kProbeRounds = 3;  // rounds of a probe, unless one pays first    // the first round and probes at most:
                                  // they test the drafter, they do not bet on it
@@ -26,7 +27,12 @@ RoundPolicy::RoundPolicy(std::shared_ptr<CostModel> costs, AcceptancePrior prior
                          std::shared_ptr<AcceptanceModel> learnt)
     : costs_(std::move(costs)),
       acceptance_(learnt ? learnt->head_start() : AcceptanceModel(std::move(prior))),
-      learnt_(std::move(learnt)) {}
+      learnt_(std::move(learnt)) {
+  if (learnt_ && learnt_->probe_interval >= kCarriedProbe) {  // the pair's drafter has not paid of late
+    drafting_ = learn_ = false;
+    probe_interval_ = std::min(learnt_->probe_interval, kLastProbe);
+  }
+}
 
 double RoundPolicy::plain_rate(int sequences) const { return sequences / costs_->verify_seconds(sequences); }
 
@@ -171,13 +177,17 @@ void RoundPolicy::next_round() {
   }
   if (paid_) {
     unpaid_ = 0;
-    if (probing_) drafting_ = true, probe_interval_ = kFirstProbe;
+    if (probing_) {
+      drafting_ = true, probe_interval_ = kFirstProbe;
+      if (learnt_) learnt_->probe_interval = 0;
+    }
   } else if (probing_) {
     if (--probe_left_ > 0) {  // a probe is judged on the mean of its rounds: one rejection is chance
       learn_ = true;
       return;
     }
     probe_interval_ = std::min(2 * probe_interval_, kLastProbe);
+    if (learnt_) learnt_->probe_interval = probe_interval_;
     outcome_fresh_ = true;  // the next probe is judged on its own outcome
   } else if (++unpaid_ >= kUnpaidRounds) {
     drafting_ = false;

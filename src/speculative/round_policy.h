@@ -16,7 +16,9 @@
 // rounds' accepted tokens over their expected time fell below it, did not pay; three in a row and the sequence decodes
 // plainly, without running the drafter (its extend is deferred until it drafts again), and probes after 8, 16, ... 128
 // plain steps, a probe being up to 3 rounds judged on their running mean (one rejection is chance). The first round
-// and every probe round draft at most 4 nodes and verify at least the drafter's best child.
+// and every probe round draft at most 4 nodes and verify at least the drafter's best child. The pair remembers its
+// probes' verdict (AcceptanceModel::probe_interval): after two failed probes in a row, its new sequences start plain
+// and probe after that wait.
 // Greedy output does not depend on any of this: every tree is verified exactly.
 #include <memory>
 #include <span>

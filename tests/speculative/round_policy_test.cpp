@@ -336,6 +336,32 @@ TEST_F(AutoPolicy, ASequenceStartsFromWhatThePairLearnt) {
   EXPECT_EQ(from_pair.tokens, from_prior.tokens);
 }
 
+// A pair remembers its probes' verdict: after a random drafter failed two probes in a row, the pair's next sequence
+// starts plain and waits for its first probe, where a sequence without the pair's memory drafts at once; a probe
+// that pays clears the memory, so the exact drafter's next sequence drafts from its first round again.
+TEST_F(AutoPolicy, APairWhoseDrafterDoesNotPayStartsItsNextSequencePlain) {
+  auto random = Eagle3Drafter::load(fixture("drafters/random_echo"), *echo_, {});
+  Eagle3Proposer proposer(*random);
+  const auto learnt = std::make_shared<AcceptanceModel>(AcceptancePrior{});
+  decode(*echo_, proposer, prompt_of(12, echo_->config().vocab_size, 8), 120, SpecPolicy::Auto, auto_draft_limits(),
+         costs_, learnt);
+  ASSERT_GE(learnt->probe_interval, 32) << "two probes in a row failed";
+  const auto prompt = prompt_of(12, echo_->config().vocab_size, 9);
+  const PolicyRun alone = decode(*echo_, proposer, prompt, 40, SpecPolicy::Auto, auto_draft_limits(), costs_, nullptr);
+  const PolicyRun from_pair =
+      decode(*echo_, proposer, prompt, 40, SpecPolicy::Auto, auto_draft_limits(), costs_, learnt);
+  EXPECT_GT(alone.drafted.front(), 0) << "a sequence on its own drafts in its first round";
+  EXPECT_EQ(drafted_in_last(from_pair, from_pair.drafted.size()), 0) << "the pair's sequence probed before its wait";
+  EXPECT_EQ(from_pair.tokens, alone.tokens);
+
+  // Its probe pays once the drafter does: the memory is cleared.
+  Eagle3Proposer exact(*exact_);
+  decode(*echo_, exact, prompt, 120, SpecPolicy::Auto, auto_draft_limits(), costs_, learnt);
+  EXPECT_EQ(learnt->probe_interval, 0);
+  const PolicyRun after = decode(*echo_, exact, prompt, 40, SpecPolicy::Auto, auto_draft_limits(), costs_, learnt);
+  EXPECT_GT(after.drafted.front(), 0);
+}
+
 TEST(AutoPolicyConfig, NeedsACostModel) {
   auto echo = Transformer::load(fixture("drafters/targets/echo_fp32"));
   auto exact = Eagle3Drafter::load(fixture("drafters/exact_echo"), *echo, {});
