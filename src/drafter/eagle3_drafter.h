@@ -113,7 +113,8 @@ class Eagle3Drafter {
   // cache, and each row's results are bit-identical to those of its sequence's rows run alone. The caches must be
   // distinct. Sequence s's h_next rows start at first_row(s), its head rows at first_logits_row(s).
   void forward(std::span<const Rows> sequences, Head head = Head::Logits, int top_k = 0);
-  int64_t forwards_run() const { return forwards_run_; }  // since load
+  int64_t forwards_run() const { return forwards_run_; }                  // since load
+  bool quantized_at_load() const { return !quantized_at_load_.empty(); }  // DrafterOptions::quantize
   int64_t first_row(size_t sequence) const { return first_rows_[sequence]; }
   int64_t first_logits_row(size_t sequence) const { return first_logits_rows_[sequence]; }
 

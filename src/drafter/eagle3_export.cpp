@@ -136,6 +136,9 @@ void export_drafter(const Eagle3Drafter& d, const Transformer& target, DrafterFo
   if (c.quant.format != WeightFormat::Dense)
     fail(c.dir, ": the drafter is stored quantized (", c.quant.description,
          "); convert-draft writes dense drafters: convert the dense one, then run eaglet quantize on the output");
+  if (d.quantized_at_load())
+    fail(c.dir, ": the drafter was quantized at load (--speculative-draft-model-quantization); convert-draft writes ",
+         "dense drafters: drop the flag, then run eaglet quantize on the output");
   const TensorView& fc = *src.find("fc.weight");
   if (path_exists(out_dir) && !is_directory_path(out_dir)) fail(out_dir, ": exists and is not a folder");
   // Writing over the files being read (memory-mapped) would destroy the source midway.

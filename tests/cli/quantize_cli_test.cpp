@@ -164,6 +164,27 @@ TEST(QuantizeCli, QuantizesAnEagle3DrafterThatServesLosslessly) {
   EXPECT_THAT(eval.err, HasSubstr("has no perplexity of its own"));
 }
 
+// --speculative-draft-model-quantization: generate quantizes the dense drafter at load, says so, and its output is the
+// target's; convert-draft, which writes dense drafters, refuses the flag by name instead of writing the dense one.
+TEST(QuantizeCli, ADrafterQuantizedAtLoadServesLosslesslyAndIsNotConverted) {
+  const std::string drafters = test::fixtures_dir() + "/drafters/";
+  for (const std::string to : {"int8", "int4"}) {
+    const std::string flag = " --speculative-draft-model-quantization " + to;
+    const auto gen = run_command(eaglet("generate -m " + drafters + "targets/nearecho_fp32 -d " + drafters +
+                                        "exact_echo" + flag + " -n 24 --compare -p 'def f(x): return x'"));
+    ASSERT_EQ(gen.exit_code, 0) << gen.err;
+    EXPECT_THAT(gen.err, HasSubstr("outputs identical"));
+    EXPECT_THAT(gen.err, HasSubstr(", quantized at load"));
+    EXPECT_THAT(gen.err, testing::Not(HasSubstr("accepted 0:")));
+    const std::string out = test::temp_dir("quantize_cli_at_load_" + to) + "/out";
+    const auto convert = run_command(eaglet("convert-draft -m " + drafters + "targets/nearecho_fp32 -d " + drafters +
+                                            "exact_echo" + flag + " --format speculators --out " + out));
+    EXPECT_EQ(convert.exit_code, 1) << convert.err;
+    EXPECT_THAT(convert.err, HasSubstr("drop the flag"));
+    EXPECT_FALSE(fs::exists(out + "/model.safetensors"));
+  }
+}
+
 TEST(QuantizeCli, BadInputExitsOneWithOneLineNamingIt) {
   const auto same = run_command(eaglet("quantize -m " + tiny("llama_fp32") + " --to int8 --out " + tiny("llama_fp32")));
   EXPECT_EQ(same.exit_code, 1);
