@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 namespace eaglet {
 
@@ -11,9 +12,13 @@ constexpr int kUnpaidRounds = 3;   // rounds in a row that did not pay before de
 constexpr int kFirstProbe = 8;     // plain steps before the first probe
 constexpr int kLastProbe = 128;    // the longest wait between probes
 constexpr int kCarriedProbe = 32;  // a pair's probe interval from which its new sequences start plain (two failures)
+// Until one of its drafts is accepted (since the sequence started or last fell back to plain), a sequence's rounds
+// are trials: each verifies the drafter's best guess alone, which costs the extend and one verify row and no draft
+// step, and is judged on whether it was accepted, not on its pay. Then the first round and probe rounds verify at
+// most a few nodes: they test the drafter, they do not bet on it.
+constexpr int kTrialNodes = 1;
 constexpr int kProbeNodes = 4;
-constexpr int kProbeRounds = 3;  // rounds of a probe, unless one pays first    // the first round and probes at most:
-                                 // they test the drafter, they do not bet on it
+constexpr int kProbeRounds = 3;  // judged rounds of a probe, unless one pays first; its trials, at most as many
 constexpr double kBestChildRate = 0.1;
 constexpr double kOutcomeRate = 0.3;  // weight of one round in the running mean of outcomes
 constexpr double kOthersRate = 0.2;   // weight of one draft forward in the running mean of the other sequences' rows
@@ -49,7 +54,11 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
   const int B = std::max(sequences, 1);
   // Until a draft forward shows them, the other sequences are expected to expand a node each per depth.
   if (!others_seen_) others_rows_ = B - 1;
-  const int budget = std::min(limits.num_draft_tokens - 1, learn_ ? kProbeNodes : limits.num_draft_tokens);
+  trial_ = !proven_;
+  const int budget = std::min(limits.num_draft_tokens - 1, trial_   ? kTrialNodes
+                                                           : learn_ ? kProbeNodes
+                                                                    : limits.num_draft_tokens);
+  const int max_depth = std::min(limits.num_steps, budget);  // a node at depth d is verified with its d - 1 ancestors
   DraftTree tree;
   tree.nodes.push_back({root_token, -1, 0, 0.0});
   std::vector<double> value = {1.0}, p = {1.0};
@@ -82,7 +91,7 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
   std::vector<int> expanded = {0};
   std::vector<DraftStep> steps;
   double rate = best_rate();
-  for (int depth = 1; depth <= limits.num_steps && budget > 0; ++depth) {
+  for (int depth = 1; depth <= max_depth; ++depth) {
     std::vector<int> fresh;
     for (int x : expanded) {
       proposer.top(x, limits.topk, top);
@@ -104,7 +113,7 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
       }
     }
     rate = best_rate();
-    if (depth == limits.num_steps) break;
+    if (depth == max_depth) break;
     // Expand the most valuable new nodes while the children they promise pay for their draft step and verify rows.
     std::stable_sort(fresh.begin(), fresh.end(),
                      [&](int a, int b) { return value[static_cast<size_t>(a)] > value[static_cast<size_t>(b)]; });
@@ -137,7 +146,7 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
   paid_ = rate >= plain_rate(B);
   // The first round and each probe verify at least the drafter's best guess: an empty tree would teach the
   // acceptance model nothing, and a drafter it has written off could never win it back.
-  if (learn_ && best_n == 0 && tree.nodes.size() > 1) best_n = 1;
+  if ((learn_ || trial_) && best_n == 0 && tree.nodes.size() > 1) best_n = 1;
   sequences_ = B;
   round_seconds_ = costs_->overhead_seconds() + draft_spent + costs_->verify_seconds(B + best_n);
   std::vector<bool> keep(tree.nodes.size(), false);
@@ -162,6 +171,10 @@ void RoundPolicy::observe(const DraftTree& tree, std::span<const int32_t> kept) 
   // not each alone: a good drafter's round with nothing accepted is a matter of chance, and three in a row would
   // send it to plain decoding for 8 steps.
   const int accepted = static_cast<int>(kept.size()) - 1;
+  if (trial_) {
+    proven_ = accepted > 0;
+    return;
+  }
   const double realized = (sequences_ + accepted) / (round_seconds_ + costs_->extend_seconds(1 + accepted));
   const double outcome = realized / plain_rate(sequences_);
   outcome_ = outcome_fresh_ ? outcome : outcome_ + kOutcomeRate * (outcome - outcome_);
@@ -174,6 +187,13 @@ void RoundPolicy::next_round() {
   if (!drafts()) {
     if (++plain_since_ >= probe_interval_) probing_ = learn_ = true, plain_since_ = 0, probe_left_ = kProbeRounds;
     return;
+  }
+  if (std::exchange(trial_, false)) {
+    if (proven_) {  // its draft was accepted: the rounds that follow are judged on their pay
+      if (probing_) learn_ = true, probe_left_ = kProbeRounds;
+      return;
+    }
+    paid_ = false;  // rejected: an unpaid round, or a failed round of the probe
   }
   if (paid_) {
     unpaid_ = 0;
@@ -189,11 +209,13 @@ void RoundPolicy::next_round() {
     probe_interval_ = std::min(2 * probe_interval_, kLastProbe);
     if (learnt_) learnt_->probe_interval = probe_interval_;
     outcome_fresh_ = true;  // the next probe is judged on its own outcome
+    proven_ = false;
   } else if (++unpaid_ >= kUnpaidRounds) {
     drafting_ = false;
     plain_since_ = 0;
     unpaid_ = 0;
     outcome_fresh_ = true;
+    proven_ = false;
   }
   probing_ = false;
 }

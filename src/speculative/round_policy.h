@@ -16,10 +16,12 @@
 // rounds' accepted tokens over their expected time fell below it, did not pay; three in a row and the sequence decodes
 // plainly, without running the drafter (its extend is deferred until it drafts again), and probes after 8, 16, ... 128
 // plain steps, a probe being up to 3 rounds judged on their running mean (one rejection is chance). The first round
-// and every probe round draft at most 4 nodes and verify at least the drafter's best child. The pair remembers its
-// probes' verdict (AcceptanceModel::probe_interval): after two failed probes in a row, its new sequences start plain
-// and probe after that wait.
-// Greedy output does not depend on any of this: every tree is verified exactly.
+// and every probe round verify at least the drafter's best child, and at most 4 nodes. Before them, until one of its
+// drafts is accepted (since the sequence started or fell back), a sequence's rounds are trials: each verifies that
+// one draft alone and is judged on its acceptance (three rejected trials: three unpaid rounds, or a failed probe). The
+// pair remembers its probes' verdict (AcceptanceModel::probe_interval): after two failed probes in a row, its new
+// sequences start plain and probe after that wait. Greedy output does not depend on any of this: every tree is verified
+// exactly.
 #include <memory>
 #include <span>
 #include <string>
@@ -77,6 +79,8 @@ class RoundPolicy {
   double outcome_ = 0;         // running mean of rounds' realized rate over a plain step's
   bool outcome_fresh_ = true;  // the next outcome starts the mean (the first round, a probe)
   bool learn_ = true;          // this round verifies at least one draft (the first round, a probe)
+  bool proven_ = false;        // a draft was accepted since the sequence started or last fell back to plain
+  bool trial_ = false;         // this round verifies the drafter's best guess alone (!proven_ when it was grown)
   int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8, probe_left_ = 0;
   int sequences_ = 1;         // the round's batch (grow)
   double round_seconds_ = 0;  // the round's expected time but for the extend (grow), to judge its outcome

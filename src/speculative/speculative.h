@@ -71,7 +71,10 @@ class SpeculativeDecoder : public BatchedSequence {
     forward_rows_ = rows;
     forward_seconds_ = seconds;
   }
-  int max_draft_tokens() const override { return config_.round.draft.num_draft_tokens - 1; }
+  // None where the auto policy decodes the next step plainly: a server shares its draft rows among those that draft.
+  int max_draft_tokens() const override {
+    return policy_ && !policy_->drafts() ? 0 : config_.round.draft.num_draft_tokens - 1;
+  }
   int64_t kv_blocks_for_next(int draft_tokens) const override;
   void release_kv() override;
   void share_prefix(std::span<const int32_t> tokens, bool ending) override;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <random>
 
 #include "drafter/eagle3_drafter.h"
@@ -146,6 +147,10 @@ TEST_F(AutoPolicy, StopsDraftingWithARandomDrafter) {
   // Plain steps, but for a probe now and then (at most one in the last 100 rounds: they wait 8, 16, ... 128 steps).
   EXPECT_LE(drafted_in_last(r, 100), auto_draft_limits().num_draft_tokens - 1);
   EXPECT_GE(r.stats.plain_steps, static_cast<int64_t>(r.drafted.size()) * 3 / 4);
+  // None of its drafts was accepted, so every round that drafted was a trial of its best guess alone.
+  ASSERT_EQ(r.stats.accepted, 0);
+  EXPECT_GE(r.stats.verifies, 6) << "the first rounds and a probe";
+  EXPECT_EQ(r.stats.drafted, r.stats.verifies) << "a round drafted more than one token for an unproven drafter";
 }
 
 TEST_F(AutoPolicy, FollowsADrafterThatTurnsUselessMidSequence) {
@@ -229,6 +234,34 @@ TEST_F(AutoPolicy, StepsWithoutDraftsDeferTheExtend) {
   EXPECT_EQ(tokens, want.tokens);
   EXPECT_GT(proposer.cached_tokens(), cached + 10) << "the deferred pairs never reached the drafter";
   EXPECT_GT(decoder.stats().accepted, 0) << "the exact drafter had nothing accepted after the deferred extend";
+}
+
+// A server shares its step's draft rows among the sequences that draft: one whose policy decodes plainly (a useless
+// drafter's, fallen back) asks for none, so the exact drafter's sequence beside it gets the whole share.
+TEST_F(AutoPolicy, ASequenceDecodingPlainlyLeavesTheBatchsDraftRowsToTheOthers) {
+  auto random = Eagle3Drafter::load(fixture("drafters/random_echo"), *echo_, {});
+  Eagle3Proposer useless(*random), exact(*exact_);
+  const auto prompt = prompt_of(12, echo_->config().vocab_size, 5);
+  const int64_t context = static_cast<int64_t>(prompt.size()) + 400;  // 60 steps of up to 5 tokens
+  SpeculativeDecoder plain_soon(*echo_, useless, auto_config(context, costs_));
+  SpeculativeDecoder drafting(*echo_, exact, auto_config(context, costs_));
+  plain_soon.prefill(prompt);
+  drafting.prefill(prompt);
+  BatchedSequence* const seq[] = {&plain_soon, &drafting};
+  std::vector<std::vector<int32_t>> out;
+  int plain_steps = 0;
+  for (int i = 0; i < 60; ++i) {
+    const int max_draft[] = {plain_soon.max_draft_tokens(), drafting.max_draft_tokens()};
+    const std::vector<int> draft = share_draft_budget(max_draft, drafts_within_rows(6, 2));
+    if (max_draft[0] == 0) {
+      ++plain_steps;
+      EXPECT_EQ(draft[1], std::min(4, max_draft[1])) << "step " << i;
+    }
+    step_together(*echo_, seq, draft, out);
+  }
+  EXPECT_GT(plain_steps, 30) << "the useless drafter's sequence went on asking for draft rows";
+  EXPECT_GE(plain_soon.stats().plain_steps, plain_steps) << "a step that asked for no draft rows drafted";
+  EXPECT_GT(drafting.stats().accepted, 0);
 }
 
 // Verify rows nearly free up to 4, then 0.4 ms a row: alone, an exact drafter's rows pay; in a step of 8 sequences
@@ -346,12 +379,16 @@ TEST_F(AutoPolicy, APairWhoseDrafterDoesNotPayStartsItsNextSequencePlain) {
   decode(*echo_, proposer, prompt_of(12, echo_->config().vocab_size, 8), 120, SpecPolicy::Auto, auto_draft_limits(),
          costs_, learnt);
   ASSERT_GE(learnt->probe_interval, 32) << "two probes in a row failed";
+  const size_t wait = static_cast<size_t>(learnt->probe_interval);
   const auto prompt = prompt_of(12, echo_->config().vocab_size, 9);
   const PolicyRun alone = decode(*echo_, proposer, prompt, 40, SpecPolicy::Auto, auto_draft_limits(), costs_, nullptr);
   const PolicyRun from_pair =
       decode(*echo_, proposer, prompt, 40, SpecPolicy::Auto, auto_draft_limits(), costs_, learnt);
   EXPECT_GT(alone.drafted.front(), 0) << "a sequence on its own drafts in its first round";
-  EXPECT_EQ(drafted_in_last(from_pair, from_pair.drafted.size()), 0) << "the pair's sequence probed before its wait";
+  const size_t plain = std::min(wait, from_pair.drafted.size());  // the rounds before its first probe
+  ASSERT_GE(plain, 32u);
+  EXPECT_EQ(std::accumulate(from_pair.drafted.begin(), from_pair.drafted.begin() + static_cast<ptrdiff_t>(plain), 0), 0)
+      << "the pair's sequence probed before its wait";
   EXPECT_EQ(from_pair.tokens, alone.tokens);
 
   // Its probe pays once the drafter does: the memory is cleared.
