@@ -170,7 +170,61 @@ void draft_together(std::span<BatchedSequence* const> sequences, std::span<const
   }
 }
 
+// The cost model all `sequences` share, or null (one alone, a sequence without one, or two pairs).
+const CostModel* shared_cost_model(std::span<BatchedSequence* const> sequences) {
+  if (sequences.size() < 2) return nullptr;
+  const CostModel* costs = sequences[0]->cost_model();
+  for (const BatchedSequence* s : sequences)
+    if (s->cost_model() != costs) return nullptr;
+  return costs;
+}
+
 }  // namespace
+
+void keep_what_pays_together(std::span<DraftTree> trees, const CostModel& costs, double drafted_seconds) {
+  struct Candidate {
+    double value;
+    int depth;
+    size_t tree;
+    size_t node;
+  };
+  std::vector<Candidate> candidates;
+  int required = 0;
+  double accepted = 0;  // expected tokens of the required nodes
+  for (size_t t = 0; t < trees.size(); ++t) {
+    const DraftTree& tree = trees[t];
+    if (tree.nodes.size() < 2) continue;
+    if (tree.value.size() != tree.nodes.size()) return;
+    for (size_t i = 1; i < tree.nodes.size(); ++i) {
+      if (static_cast<int>(i) == tree.required) {
+        ++required;
+        accepted += tree.value[i];
+      } else {
+        candidates.push_back({tree.value[i], tree.nodes[i].depth, t, i});
+      }
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+    return a.value > b.value || (a.value == b.value && a.depth < b.depth);
+  });
+  const int B = static_cast<int>(trees.size());
+  size_t best_n = 0;
+  double best = 0;
+  for (size_t n = 0; n <= candidates.size(); ++n) {
+    if (n > 0) accepted += candidates[n - 1].value;
+    const double rate = (B + accepted) / (drafted_seconds + costs.verify_seconds(B + required + static_cast<int>(n)));
+    if (rate > best) best = rate, best_n = n;
+  }
+  if (best_n == candidates.size()) return;
+  std::vector<std::vector<bool>> keep(trees.size());
+  for (size_t t = 0; t < trees.size(); ++t) {
+    keep[t].assign(trees[t].nodes.size(), false);
+    if (trees[t].nodes.size() > 1) keep[t][static_cast<size_t>(trees[t].required)] = true;
+  }
+  for (size_t n = 0; n < best_n; ++n) keep[candidates[n].tree][candidates[n].node] = true;
+  for (size_t t = 0; t < trees.size(); ++t)
+    if (trees[t].nodes.size() > 1) trees[t] = keep_nodes(trees[t], keep[t]);
+}
 
 int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences,
                       std::span<const int> draft_tokens, std::vector<std::vector<int32_t>>& out) {
@@ -180,12 +234,17 @@ int64_t step_together(Transformer& target, std::span<BatchedSequence* const> seq
   for (size_t i = 0; i < sequences.size(); ++i)
     drafting.push_back(sequences[i]->begin_plan(draft_tokens[i], static_cast<int>(sequences.size())));
   std::vector<DraftRound> rounds;
+  const Timer drafted;
   draft_together(sequences, drafting, rounds);
+  std::vector<DraftTree> trees(sequences.size());
+  for (size_t i = 0; i < sequences.size(); ++i)
+    if (rounds[i].valid()) trees[i] = rounds[i].take();
+  if (const CostModel* costs = shared_cost_model(sequences)) keep_what_pays_together(trees, *costs, drafted.seconds());
   std::vector<SequenceBatch> rows;
   rows.reserve(sequences.size());
   int64_t total = 0;
   for (size_t i = 0; i < sequences.size(); ++i) {
-    rows.push_back(sequences[i]->end_plan(rounds[i].valid() ? rounds[i].take() : DraftTree{}));
+    rows.push_back(sequences[i]->end_plan(std::move(trees[i])));
     total += static_cast<int64_t>(rows.back().batch.tokens.size());
   }
   const Timer forward;

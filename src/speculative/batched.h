@@ -15,6 +15,7 @@
 
 #include "model/transformer.h"
 #include "sample/sampler.h"
+#include "speculative/cost_model.h"
 #include "speculative/draft_round.h"
 #include "speculative/proposer.h"
 
@@ -61,6 +62,8 @@ class BatchedSequence {
   // Before finish: the step's forward, all sequences' rows together, and its time (a policy's cost model learns T).
   virtual void observe_forward(int64_t rows, double seconds) {}
   virtual int max_draft_tokens() const = 0;  // the most a step may draft (0: plain decoding)
+  // The auto policy's cost model of the pair (shared by its sequences); null: no policy weighs this one's rows.
+  virtual const CostModel* cost_model() const { return nullptr; }
   // KV blocks the next prefill_piece, or step with at most `draft_tokens` drafts, may take from the pool (an upper
   // bound: a server preempts until the pool holds every running sequence's).
   virtual int64_t kv_blocks_for_next(int draft_tokens) const = 0;
@@ -131,10 +134,18 @@ std::vector<int> share_draft_budget(std::span<const int> max_draft, int budget);
 // The draft budget a row budget leaves to a step of `sequences` (each takes one row for its own token); < 0: no cap.
 int drafts_within_rows(int row_budget, int sequences);
 
+// The rows of one step's forward where they pay most. Each auto tree was grown as if the other sequences verified
+// their roots alone, so together the trees may hold more rows than pay: of all their nodes but the required ones
+// (DraftTree::value, required), the N most valuable are kept, N maximising the step's expected tokens over its time,
+// (B + values kept) / (drafted_seconds + T(B + required + N)) for B sequences. Values fall along a path, so a kept
+// node's ancestors are kept. Leaves the trees as they are unless every tree with drafts has values.
+void keep_what_pays_together(std::span<DraftTree> trees, const CostModel& costs, double drafted_seconds);
+
 // One step of all sequences: plan each with draft_tokens[i], one target forward, finish each; out[i] receives the
 // tokens sequence i emitted. Returns the forward's rows. The drafting sequences draft together: one drafter forward
 // for their extensions, then one per depth for the nodes of all rounds still growing (Proposer::expand_together);
-// each drafts the tree it would draft alone.
+// each drafts the tree it would draft alone. Where all sequences share one auto policy's cost model, the step then
+// verifies the nodes of their trees that pay together (keep_what_pays_together).
 int64_t step_together(Transformer& target, std::span<BatchedSequence* const> sequences,
                       std::span<const int> draft_tokens, std::vector<std::vector<int32_t>>& out);
 

@@ -97,7 +97,9 @@ DraftTree keep_nodes(const DraftTree& tree, const std::vector<bool>& keep) {
     n.parent = i == 0 ? -1 : new_index[static_cast<size_t>(n.parent)];
     new_index[i] = static_cast<int>(kept.nodes.size());
     kept.nodes.push_back(n);
+    if (!tree.value.empty()) kept.value.push_back(tree.value[i]);
   }
+  kept.required = std::max(new_index[static_cast<size_t>(tree.required)], 0);
   return kept;
 }
 

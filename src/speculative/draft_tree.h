@@ -34,6 +34,11 @@ struct DraftTree {
   // Seconds spent in the proposer's forwards (expand) while drafting; the rest of draft_tree's time is the tree's
   // selection (softmax, top-k, ranking).
   double forward_seconds = 0;
+  // The auto policy's trees (round_policy.h): per node, the expected probability that its path is accepted (the
+  // root 1), and the node the round verifies whatever its value (a trial's or probe's best guess; 0: none). Empty
+  // for other trees. A server's step keeps the most valuable nodes of all its sequences' trees by them (batched.h).
+  std::vector<double> value;
+  int required = 0;
 
   int max_depth() const;
   std::vector<int> children(int node) const;

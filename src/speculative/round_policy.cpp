@@ -151,6 +151,8 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
   round_seconds_ = costs_->overhead_seconds() + draft_spent + costs_->verify_seconds(B + best_n);
   std::vector<bool> keep(tree.nodes.size(), false);
   for (int i = 0; i < best_n; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
+  tree.value = std::move(value);
+  if ((learn_ || trial_) && best_n > 0) tree.required = order[0];
   co_return keep_nodes(tree, keep);
 }
 

@@ -75,6 +75,7 @@ class SpeculativeDecoder : public BatchedSequence {
   int max_draft_tokens() const override {
     return policy_ && !policy_->drafts() ? 0 : config_.round.draft.num_draft_tokens - 1;
   }
+  const CostModel* cost_model() const override { return policy_ && !sampled_tree() ? &policy_->costs() : nullptr; }
   int64_t kv_blocks_for_next(int draft_tokens) const override;
   void release_kv() override;
   void share_prefix(std::span<const int32_t> tokens, bool ending) override;

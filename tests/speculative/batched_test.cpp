@@ -209,6 +209,47 @@ TEST(BatchDraftPolicy, RowBudgetLeavesDraftsSharedEvenlyAndCappedPerSequence) {
   EXPECT_EQ(drafts_within_rows(-1, 12), -1);
 }
 
+// A chain of `values` under the root (each node the previous one's child), with the auto policy's values.
+DraftTree valued_chain(const std::vector<double>& values, int required = 0) {
+  DraftTree t;
+  t.nodes.push_back({1, -1, 0, 0.0});
+  t.value = {1.0};
+  for (size_t i = 0; i < values.size(); ++i) {
+    t.nodes.push_back({static_cast<int32_t>(10 + i), static_cast<int>(i), static_cast<int>(i) + 1, 0.0});
+    t.value.push_back(values[i]);
+  }
+  t.required = required;
+  return t;
+}
+
+// Verify rows free up to 9, then 1 ms each: of 4 sequences' 10 drafts (one a trial's required guess), the step keeps
+// the required one and the 4 most valuable others, ancestors first, and so verifies 9 rows.
+TEST(BatchDraftPolicy, KeepsTheRowsThatPayTogether) {
+  CostModel costs({{1, 1e-3}, {9, 1e-3}, {10, 2e-3}, {32, 24e-3}}, {{1, 1e-5}}, {{1, 1e-5}});
+  costs.freeze();
+  std::vector<DraftTree> trees = {valued_chain({0.5}, 1), valued_chain({0.9, 0.81, 0.73}),
+                                  valued_chain({0.9, 0.81, 0.73}), valued_chain({0.9, 0.81, 0.73})};
+  keep_what_pays_together(trees, costs, 0.0);
+  ASSERT_EQ(trees.size(), 4u);
+  EXPECT_EQ(trees[0].nodes.size(), 2u) << "the trial's guess is verified whatever its value";
+  EXPECT_EQ(trees[1].nodes.size(), 3u);
+  EXPECT_EQ(trees[1].value, (std::vector<double>{1.0, 0.9, 0.81}));
+  EXPECT_EQ(trees[2].nodes.size(), 2u);
+  EXPECT_EQ(trees[3].nodes.size(), 2u);
+  for (const DraftTree& t : trees)
+    for (size_t i = 1; i < t.nodes.size(); ++i) EXPECT_EQ(t.nodes[i].parent, static_cast<int>(i) - 1);
+
+  // Rows that cost nothing more: every node stays. A tree without values (static): the batch is left as drafted.
+  CostModel flat({{1, 1e-3}, {32, 1e-3}}, {{1, 1e-5}}, {{1, 1e-5}});
+  std::vector<DraftTree> all = {valued_chain({0.9, 0.81}), valued_chain({0.3})};
+  keep_what_pays_together(all, flat, 0.0);
+  EXPECT_EQ(all[0].nodes.size() + all[1].nodes.size(), 5u);
+  std::vector<DraftTree> mixed = {valued_chain({0.9, 0.81, 0.73}), valued_chain({0.9})};
+  mixed[1].value.clear();
+  keep_what_pays_together(mixed, costs, 0.0);
+  EXPECT_EQ(mixed[0].nodes.size(), 4u);
+}
+
 TEST(TokenLogprob, LogSoftmaxAndTopAlternatives) {
   const std::vector<float> logits = {1.0f, 3.0f, 3.0f, -2.0f};
   const TokenLogprob l = token_logprob(logits, 0, 2);

@@ -121,6 +121,9 @@ class AutoPolicy : public ::testing::Test {
     std::vector<std::vector<int32_t>> prompts, tokens;
   };
   Batch make_batch(int n, unsigned seed, int64_t steps_room, std::shared_ptr<CostModel> costs);
+  // Each sequence of `b` decoded alone under auto (`steps` tokens, the same costs); expects the batch's tokens to
+  // start with its own, and returns those runs.
+  std::vector<PolicyRun> expect_tokens_alone(Batch& b, int steps, const std::shared_ptr<CostModel>& costs);
 
   std::unique_ptr<Transformer> echo_;
   std::unique_ptr<Eagle3Drafter> exact_;
@@ -208,6 +211,18 @@ AutoPolicy::Batch AutoPolicy::make_batch(int n, unsigned seed, int64_t steps_roo
   return b;
 }
 
+std::vector<PolicyRun> AutoPolicy::expect_tokens_alone(Batch& b, int steps, const std::shared_ptr<CostModel>& costs) {
+  std::vector<PolicyRun> runs;
+  for (size_t i = 0; i < b.decoders.size(); ++i) {
+    runs.push_back(decode(*echo_, *b.proposers[i], b.prompts[i], steps, SpecPolicy::Auto, auto_draft_limits(), costs));
+    std::vector<int32_t> got = b.tokens[i];
+    EXPECT_GE(got.size(), runs.back().tokens.size()) << "sequence " << i;
+    got.resize(runs.back().tokens.size());
+    EXPECT_EQ(got, runs.back().tokens) << "sequence " << i;
+  }
+  return runs;
+}
+
 // Steps the batch leaves without drafts (the server's row budget) cost no drafter extend: the pairs wait for the
 // next step that drafts, which extends over all of them at once; the tokens stay the target's own.
 TEST_F(AutoPolicy, StepsWithoutDraftsDeferTheExtend) {
@@ -290,15 +305,34 @@ TEST_F(AutoPolicy, WeighsDraftRowsAgainstTheBatchsForward) {
   }
   // Probes verify one draft each, at most one per sequence in 20 steps.
   EXPECT_LE(drafted_late, kSequences) << "the policy kept drafting rows that do not pay in a batch of 8";
-  for (int i = 0; i < kSequences; ++i) {
-    const PolicyRun alone = decode(*echo_, *proposers[static_cast<size_t>(i)], prompts[static_cast<size_t>(i)], kSteps,
-                                   SpecPolicy::Auto, auto_draft_limits(), costs);
-    auto& got = tokens[static_cast<size_t>(i)];
-    ASSERT_GE(got.size(), alone.tokens.size());
-    got.resize(alone.tokens.size());
-    EXPECT_EQ(got, alone.tokens) << "sequence " << i;
+  for (const PolicyRun& alone : expect_tokens_alone(b, kSteps, costs))
     EXPECT_GE(alone.stats.accept_length(), 3.0) << "alone, the exact drafter's rows pay";
+}
+
+// Verify rows free up to 9, then 1 ms each. Each of 8 sequences, weighing its rows as if the others verified their
+// roots alone, finds a draft row free; together they would verify 16 rows. The step keeps the one that pays (9 rows),
+// and every sequence still emits its own tokens.
+TEST_F(AutoPolicy, AStepVerifiesTheRowsThatPayTogether) {
+  CostModel knee({{1, 1e-3}, {9, 1e-3}, {10, 2e-3}, {32, 24e-3}}, {{1, 1e-5}, {16, 3e-5}}, {{1, 1e-5}, {8, 2e-5}});
+  knee.freeze();
+  const auto costs = std::make_shared<CostModel>(knee);
+  constexpr int kSequences = 8, kSteps = 30;
+  Batch b = make_batch(kSequences, 60, 2 * kSteps, costs);
+  auto& [proposers, decoders, seqs, prompts, tokens] = b;
+  std::vector<int> budget(kSequences, auto_draft_limits().num_draft_tokens - 1);
+  std::vector<std::vector<int32_t>> out;
+  int64_t accepted = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    const int64_t rows = step_together(*echo_, seqs, budget, out);
+    // The first step's rounds are trials, each verifying its drafter's best guess whatever the batch.
+    if (step > 0) {
+      EXPECT_LE(rows, 9) << "step " << step;
+    }
+    for (size_t i = 0; i < out.size(); ++i) tokens[i].insert(tokens[i].end(), out[i].begin(), out[i].end());
   }
+  for (const auto& d : decoders) accepted += d->stats().accepted;
+  EXPECT_GT(accepted, kSteps) << "the batch's draft row was accepted";
+  expect_tokens_alone(b, kSteps, costs);
 }
 
 // A draft step costs 0.6 ms whatever its rows; verify rows cost 0.1-0.3 ms up to 8, then nearly nothing. Alone, a
@@ -319,17 +353,11 @@ TEST_F(AutoPolicy, SharesDraftStepsWithTheSequencesItDraftsWith) {
     step_together(*echo_, seqs, budget, out);
     for (size_t i = 0; i < out.size(); ++i) tokens[i].insert(tokens[i].end(), out[i].begin(), out[i].end());
   }
-  for (int i = 0; i < kSequences; ++i) {
-    const SpecStats& together = decoders[static_cast<size_t>(i)]->stats();
-    EXPECT_GE(together.accept_length(), 3.0) << "sequence " << i << ": drafting together, deep trees pay";
-    const PolicyRun alone = decode(*echo_, *proposers[static_cast<size_t>(i)], prompts[static_cast<size_t>(i)], kSteps,
-                                   SpecPolicy::Auto, auto_draft_limits(), costs);
-    EXPECT_LE(alone.stats.accept_length(), 2.0) << "sequence " << i << ": alone, a draft step does not pay";
-    EXPECT_GT(alone.stats.accepted, 0) << "sequence " << i << ": alone, depth 1 pays";
-    auto& got = tokens[static_cast<size_t>(i)];
-    ASSERT_GE(got.size(), alone.tokens.size());
-    got.resize(alone.tokens.size());
-    EXPECT_EQ(got, alone.tokens) << "sequence " << i;
+  const std::vector<PolicyRun> alone = expect_tokens_alone(b, kSteps, costs);
+  for (size_t i = 0; i < alone.size(); ++i) {
+    EXPECT_GE(decoders[i]->stats().accept_length(), 3.0) << "sequence " << i << ": drafting together, deep trees pay";
+    EXPECT_LE(alone[i].stats.accept_length(), 2.0) << "sequence " << i << ": alone, a draft step does not pay";
+    EXPECT_GT(alone[i].stats.accepted, 0) << "sequence " << i << ": alone, depth 1 pays";
   }
 }
 
