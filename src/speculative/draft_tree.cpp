@@ -99,7 +99,7 @@ DraftTree keep_nodes(const DraftTree& tree, const std::vector<bool>& keep) {
     kept.nodes.push_back(n);
     if (!tree.value.empty()) kept.value.push_back(tree.value[i]);
   }
-  kept.required = std::max(new_index[static_cast<size_t>(tree.required)], 0);
+  if (!tree.nodes.empty()) kept.required = std::max(new_index[static_cast<size_t>(tree.required)], 0);
   return kept;
 }
 
