@@ -118,6 +118,12 @@ void add_round_args(CLI::App& cmd, SpecOptions& o, RoundFlags which) {
          "sampled from the drafter)")
       ->check(CLI::IsMember({"target-only", "draft-q"}))
       ->group(kSpecGroup);
+  cmd.add_option("--speculative-draft-window", o.round.draft_window,
+                 "The most tokens the drafter reads when it catches up: its pass over the prompt and (auto) the tokens "
+                 "decoded plainly since it last drafted; 0: all of them (SGLang). Default: 64 under auto, 0 under "
+                 "static. Output stays the same; acceptance may move")
+      ->check(at_least(0))
+      ->group(kSpecGroup);
   if (which == RoundFlags::WithLog)
     cmd.add_option("--log-every", o.log_every, "Print the acceptance line and the round's time split every N verifies")
         ->check(at_least(0))

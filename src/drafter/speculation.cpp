@@ -37,6 +37,7 @@ std::string SpecOptions::describe() const {
                   (round.scheme == SpecSampling::DraftQ ? "draft-q" : "target-only") + ", drafter " + drafter;
   if (load.aux_convention) s += std::string(", aux ids as ") + convention_name(*load.aux_convention);
   if (load.quantize) s += ", drafter projections " + load.quantize->name() + " at load";
+  if (round.window() > 0) s += ", the drafter catches up over the last " + std::to_string(round.window()) + " tokens";
   if (log_every > 0) s += ", log every " + std::to_string(log_every) + " verifies";
   return s;
 }

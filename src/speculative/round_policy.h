@@ -39,6 +39,10 @@ enum class SpecPolicy { Static, Auto };
 std::string_view policy_name(SpecPolicy policy);  // "static", "auto"
 // The limits auto grows within when no draft shape is given: depth 12, 4 children per node, 32 nodes verified.
 DraftParams auto_draft_limits();
+// Under auto the drafter catches up over at most this many pairs (RoundOptions::draft_window): the target's aux states
+// carry the context, and on the shipped pair the drafter's pass over the last 64 prompt tokens accepts what its pass
+// over all of them does (docs/speculative-decoding.md), for a third of its time.
+constexpr int kAutoDraftWindow = 64;
 
 class RoundPolicy {
  public:
@@ -64,7 +68,8 @@ class RoundPolicy {
 
   CostModel& costs() { return *costs_; }
   const CostModel& costs() const { return *costs_; }
-  double plain_rate(int sequences = 1) const;  // tokens per second of a plain step of `sequences`
+  double plain_rate(int sequences = 1) const;               // tokens per second of a plain step of `sequences`
+  double drafting_seconds() const { return draft_spent_; }  // the last round's draft steps, as the policy expected them
 
  private:
   // A draft step's time that `nodes` nodes of this sequence answer for: their share of a forward that also runs the
@@ -84,6 +89,7 @@ class RoundPolicy {
   int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8, probe_left_ = 0;
   int sequences_ = 1;         // the round's batch (grow)
   double round_seconds_ = 0;  // the round's expected time but for the extend (grow), to judge its outcome
+  double draft_spent_ = 0;    // its draft steps' share of it
   double others_rows_ = 0;    // running mean of the other sequences' rows in this sequence's draft forwards
   bool others_seen_ = false;  // a draft forward has been observed
 };

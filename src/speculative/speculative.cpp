@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "util/error.h"
 #include "util/timer.h"
@@ -36,6 +37,7 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
   const int64_t slack = d.num_draft_tokens + 1;
   target_cache_ = target_.make_cache(config_.context + slack, config_.kv_pool);
   proposer_capacity_ = config_.context + slack + d.num_steps * d.topk;
+  window_ = config_.round.window();
   stats_.num_draft_tokens = d.num_draft_tokens;
 }
 
@@ -55,21 +57,47 @@ void SpeculativeDecoder::start_prefill(std::span<const int32_t> prompt) {
   drafter_prefill_seconds_ = 0;
   cached_prompt_tokens_ = 0;
   reuse_pending_ = true;
+  drafter_whole_ = true;
 }
 
-// The target's cached positions count as far as the drafter's reach: the drafter reads the target's aux states of
-// every position it has not cached, and those come from the target's forward alone.
+// The drafter reads the target's aux states of every position it has not cached, and those come from the target's
+// forward alone. Without a window the target's cached positions count as far as the drafter's reach; with one, the
+// drafter reads what the target computes now of its window, skipping the rest.
 void SpeculativeDecoder::reuse_cached_prefix() {
-  const int64_t target = target_cache_.reuse_prefix(prompt_, static_cast<int64_t>(prompt_.size()) - 1);
+  const int64_t n = static_cast<int64_t>(prompt_.size());
+  const int64_t target = target_cache_.reuse_prefix(prompt_, n - 1);
   if (target == 0) return;
   const int64_t both = proposer_.reuse_prefix(prompt_, target);
-  if (both < target) target_cache_.truncate(both);
   target_prefilled_ = proposer_prefilled_ = cached_prompt_tokens_ = both;
+  if (both == target) return;
+  if (window_ > 0) {
+    target_prefilled_ = cached_prompt_tokens_ = proposer_prefilled_ = target;
+    drafter_whole_ = false;
+    return;
+  }
+  target_cache_.truncate(both);
+}
+
+void SpeculativeDecoder::skip_to_window(int64_t& from, int64_t n) {
+  if (window_ <= 0 || n - from <= window_) return;
+  from = n - window_;
+  drafter_whole_ = false;
+}
+
+void SpeculativeDecoder::trim_pending() {
+  const size_t size = pending_tokens_.size();
+  if (window_ <= 0 || size <= static_cast<size_t>(window_)) return;
+  const size_t drop = size - static_cast<size_t>(window_);
+  const auto W = static_cast<std::ptrdiff_t>(target_.aux_width());
+  pending_tokens_.erase(pending_tokens_.begin(), pending_tokens_.begin() + static_cast<std::ptrdiff_t>(drop));
+  pending_aux_.erase(pending_aux_.begin(), pending_aux_.begin() + static_cast<std::ptrdiff_t>(drop) * W);
+  pending_position_ += static_cast<int64_t>(drop);
+  drafter_whole_ = false;
 }
 
 void SpeculativeDecoder::share_prefix(std::span<const int32_t> tokens, bool ending) {
   target_cache_.share_prefix(tokens, target_cache_.size(), ending);
-  proposer_.share_prefix(tokens, ending);
+  if (drafter_whole_) proposer_.share_prefix(tokens, ending);
 }
 
 bool SpeculativeDecoder::prefill_piece() {
@@ -90,6 +118,7 @@ bool SpeculativeDecoder::prefill_piece() {
     // sampled.
     prompt_.erase(prompt_.begin());
     prompt_.push_back(root_token_);
+    skip_to_window(proposer_prefilled_, n);
     return false;
   }
   const Timer drafter_pass;
@@ -146,6 +175,7 @@ BatchedSequence::Drafting SpeculativeDecoder::begin_plan(int draft_tokens, int s
   planned_extend_seconds_ = 0;
   if (undrafted_) return {};
   Drafting d{&proposer_, {}};
+  trim_pending();
   if (policy_ && !pending_tokens_.empty())  // auto: the pairs deferred since the last round that drafted
     d.extension = {pending_tokens_, pending_aux_.data(), static_cast<int32_t>(pending_position_)};
   return d;
@@ -261,6 +291,7 @@ void SpeculativeDecoder::extend_proposer(std::span<const int32_t> pair_tokens, i
     if (pending_tokens_.empty()) pending_position_ = root_position;
     pending_tokens_.insert(pending_tokens_.end(), pair_tokens.begin(), pair_tokens.end());
     pending_aux_.insert(pending_aux_.end(), aux_rows_.begin(), aux_rows_.end());
+    if (pending_tokens_.size() >= 2 * static_cast<size_t>(window_)) trim_pending();  // a long plain stretch
     return;
   }
   proposer_.extend(pair_tokens, aux_rows_.data(), static_cast<int32_t>(root_position));

@@ -27,6 +27,10 @@ struct RoundOptions {
   DraftParams draft;                               // static: every round's shape; auto: the limits it grows within
   SpecSampling scheme = SpecSampling::TargetOnly;  // verification at temperature > 0
   SpecPolicy policy = SpecPolicy::Static;          // the commands that decode default to auto (cli/args.cpp)
+  // The most pairs the drafter reads when it catches up: its pass over the prompt and, under auto, the tokens decoded
+  // plainly since it last drafted. 0: every one (SGLang); -1: by policy (kAutoDraftWindow under auto, else 0).
+  int draft_window = -1;
+  int window() const { return draft_window >= 0 ? draft_window : policy == SpecPolicy::Auto ? kAutoDraftWindow : 0; }
 };
 
 struct SpecConfig {
@@ -98,6 +102,8 @@ class SpeculativeDecoder : public BatchedSequence {
   void extend_proposer(std::span<const int32_t> pair_tokens, int64_t root_position);
   void record_round_time(double verified, double committed, double extended);
   void reuse_cached_prefix();
+  void skip_to_window(int64_t& from, int64_t n);  // raises `from` to the window's start over n pairs
+  void trim_pending();                            // drops the deferred pairs before the window
   void inform_policy(std::span<const int32_t> kept, double verified, double committed);
   Transformer& target_;
   Proposer& proposer_;
@@ -105,6 +111,7 @@ class SpeculativeDecoder : public BatchedSequence {
   Sampler sampler_;
   KVCache target_cache_;
   int64_t proposer_capacity_ = 0;
+  int64_t window_ = 0;  // RoundOptions::window()
   int32_t root_token_ = 0;
   SpecStats stats_;
   std::vector<float> aux_rows_;
@@ -120,6 +127,7 @@ class SpeculativeDecoder : public BatchedSequence {
   std::vector<int32_t> prompt_;  // while prefilling: the prompt (then the proposer's shifted tokens)
   int64_t target_prefilled_ = 0, proposer_prefilled_ = 0;
   bool reuse_pending_ = false;  // the first prefill piece looks for the prompt in the prefix cache
+  bool drafter_whole_ = true;   // the drafter's cache holds every position from 0 (else it shares no prefix)
   int64_t forward_rows_ = 0;    // the step's forward (observe_forward): rows of all its sequences, and its time
   double forward_seconds_ = 0;
   Timer round_timer_;

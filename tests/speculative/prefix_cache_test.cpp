@@ -19,6 +19,17 @@ namespace {
 
 std::string fixture(const std::string& rel) { return test::fixtures_dir() + "/" + rel; }
 
+// Prompts of random ids above the special ones.
+struct RandomTokens {
+  std::mt19937 rng;
+  int64_t vocab;
+  std::vector<int32_t> operator()(size_t n) {
+    std::vector<int32_t> t;
+    for (size_t i = 0; i < n; ++i) t.push_back(static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(vocab - 3)));
+    return t;
+  }
+};
+
 struct DecodeRun {
   std::vector<int32_t> tokens;
   std::vector<float> logprobs;
@@ -29,10 +40,11 @@ struct DecodeRun {
 class Decoding {
  public:
   Decoding(Transformer& target, Eagle3Drafter& drafter, std::optional<DraftParams> draft, std::shared_ptr<KVPool> pool,
-           int64_t context) {
+           int64_t context, int draft_window = 0) {
     if (draft) {
       proposer_ = std::make_unique<Eagle3Proposer>(drafter);
       SpecConfig config{{*draft, SpecSampling::TargetOnly}, {}, context, 7};
+      config.round.draft_window = draft_window;
       config.kv_pool = std::move(pool);
       decoder_ = std::make_unique<SpeculativeDecoder>(target, *proposer_, config);
     } else {
@@ -89,13 +101,7 @@ class PrefixCacheDecoding : public ::testing::TestWithParam<PairCase> {};
 TEST_P(PrefixCacheDecoding, ASequenceStartingLikeAnEarlierOneEmitsWhatAFullPrefillDoes) {
   auto target = Transformer::load(fixture(GetParam().target));
   auto drafter = Eagle3Drafter::load(fixture("drafters/" + GetParam().drafter), *target, {});
-  const int64_t V = target->config().vocab_size;
-  std::mt19937 rng(11);
-  auto random_tokens = [&](size_t n) {
-    std::vector<int32_t> t;
-    for (size_t i = 0; i < n; ++i) t.push_back(static_cast<int32_t>(3 + rng() % static_cast<uint32_t>(V - 3)));
-    return t;
-  };
+  RandomTokens random_tokens{std::mt19937(11), target->config().vocab_size};
   const std::vector<int32_t> first = random_tokens(60);
   std::vector<int32_t> second(first.begin(), first.begin() + 50);  // 50 tokens in common, then its own
   for (int32_t t : random_tokens(20)) second.push_back(t);
@@ -137,6 +143,43 @@ TEST_P(PrefixCacheDecoding, ASequenceStartingLikeAnEarlierOneEmitsWhatAFullPrefi
     EXPECT_EQ(c.result().tokens, a.result().tokens);
     EXPECT_EQ(c.result().accepted, a.result().accepted);
   }
+}
+
+// With a draft window the drafter reads only the last pairs of the prompt, which the target computes: the target
+// keeps its whole cached prefix (50 positions, not the drafter's 49), and the drafter, whose cache then skips
+// positions, offers no prefix. The sequence drafts and emits what it does alone with the same window.
+TEST_P(PrefixCacheDecoding, WithADraftWindowTheTargetKeepsItsWholeCachedPrefix) {
+  auto target = Transformer::load(fixture(GetParam().target));
+  auto drafter = Eagle3Drafter::load(fixture("drafters/" + GetParam().drafter), *target, {});
+  RandomTokens random_tokens{std::mt19937(12), target->config().vocab_size};
+  const std::vector<int32_t> first = random_tokens(60);
+  std::vector<int32_t> second(first.begin(), first.begin() + 50);
+  for (int32_t t : random_tokens(20)) second.push_back(t);
+  const DraftParams draft{4, 2, 6};
+  const int window = 8;
+  auto pool = std::make_shared<KVPool>(16, 64, /*prefix_cache=*/true);
+  Decoding a(*target, *drafter, draft, pool, 160, window);
+  a.run(first, first.size(), 40);
+  a.decoder().share_prefix(a.history(first), true);
+
+  Decoding b(*target, *drafter, draft, pool, 160, window);
+  b.run(second, second.size(), 40);
+  EXPECT_EQ(b.result().cached, 50);
+  Decoding alone(*target, *drafter, draft, nullptr, 160, window);
+  alone.run(second, second.size(), 40);
+  EXPECT_EQ(b.result().tokens, alone.result().tokens);
+  EXPECT_EQ(b.result().logprobs, alone.result().logprobs);
+  EXPECT_EQ(b.result().drafted, alone.result().drafted);
+  EXPECT_EQ(b.result().accepted, alone.result().accepted);
+  if (GetParam().accepts) {
+    EXPECT_GT(alone.result().accepted, 0) << "no draft accepted: equal drafts would be trivial";
+  }
+  const DecodeRun whole = [&] {
+    Decoding d(*target, *drafter, draft, nullptr, 160);
+    d.run(second, second.size(), 40);
+    return d.result();
+  }();
+  EXPECT_EQ(b.result().tokens, whole.tokens) << "the window changed the output";
 }
 
 // A server's preemption: halfway, a sequence offers its blocks, gives them back, and prefills its prompt and emitted

@@ -251,6 +251,35 @@ TEST_F(AutoPolicy, StepsWithoutDraftsDeferTheExtend) {
   EXPECT_GT(decoder.stats().accepted, 0) << "the exact drafter had nothing accepted after the deferred extend";
 }
 
+// The drafter catches up over its window only: its pass over the prompt reads the last pairs, and the pairs of a long
+// plain stretch beyond the window are dropped before the next round drafts. The output stays the target's own.
+TEST_F(AutoPolicy, TheDrafterCatchesUpOverItsWindowOnly) {
+  const auto prompt = prompt_of(40, echo_->config().vocab_size, 6);
+  Eagle3Proposer proposer(*exact_);
+  const PolicyRun want = decode(*echo_, proposer, prompt, 60, SpecPolicy::Static, {1, 1, 2}, costs_);
+  SpecConfig config = auto_config(static_cast<int64_t>(prompt.size()) + 128, costs_);
+  config.round.draft_window = 6;
+  SpeculativeDecoder decoder(*echo_, proposer, config);
+  std::vector<int32_t> tokens = {decoder.prefill(prompt)};
+  EXPECT_EQ(proposer.cached_tokens(), 6) << "the drafter's pass over a prompt of 40 tokens";
+  BatchedSequence* const seq[] = {&decoder};
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0; i < 20; ++i) {
+    step_together(*echo_, seq, std::vector<int>{0}, out);
+    tokens.insert(tokens.end(), out[0].begin(), out[0].end());
+  }
+  step_together(*echo_, seq, std::vector<int>{decoder.max_draft_tokens()}, out);
+  tokens.insert(tokens.end(), out[0].begin(), out[0].end());
+  EXPECT_EQ(proposer.cached_tokens(), 12) << "the extend after 20 plain steps";
+  while (tokens.size() < want.tokens.size()) {
+    step_together(*echo_, seq, std::vector<int>{decoder.max_draft_tokens()}, out);
+    tokens.insert(tokens.end(), out[0].begin(), out[0].end());
+  }
+  tokens.resize(want.tokens.size());
+  EXPECT_EQ(tokens, want.tokens);
+  EXPECT_GT(decoder.stats().accepted, 0) << "the exact drafter had nothing accepted after catching up";
+}
+
 // A server shares its step's draft rows among the sequences that draft: one whose policy decodes plainly (a useless
 // drafter's, fallen back) asks for none, so the exact drafter's sequence beside it gets the whole share.
 TEST_F(AutoPolicy, ASequenceDecodingPlainlyLeavesTheBatchsDraftRowsToTheOthers) {
