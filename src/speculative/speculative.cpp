@@ -38,6 +38,13 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
   target_cache_ = target_.make_cache(config_.context + slack, config_.kv_pool);
   proposer_capacity_ = config_.context + slack + d.num_steps * d.topk;
   window_ = config_.round.window();
+  // Deferred pairs stay under twice the window and a round's tokens: held from the start, their buffers are not
+  // grown (and their pages faulted in) step by step.
+  if (config_.round.policy == SpecPolicy::Auto && window_ > 0) {
+    const size_t pairs = 2 * static_cast<size_t>(window_) + kMaxDraftTokens + 1;
+    pending_tokens_.reserve(pairs);
+    pending_aux_.reserve(pairs * static_cast<size_t>(target_.aux_width()));
+  }
   stats_.num_draft_tokens = d.num_draft_tokens;
 }
 
