@@ -50,8 +50,12 @@ TEST(SpecOptions, DescribesTheResolvedShape) {
   o.round.policy = SpecPolicy::Auto;
   EXPECT_EQ(o.describe(),
             "eagle3, policy auto (draft-q trees keep one shape: tree 5/4/8; plain when it does not pay), "
-            "verification draft-q, drafter d, aux ids as output");
+            "verification draft-q, drafter d, aux ids as output, the drafter catches up over the last 64 tokens");
   o.round.scheme = SpecSampling::TargetOnly;
+  EXPECT_EQ(o.describe(),
+            "eagle3, policy auto within depth 12, 4 children per node, 32 tokens verified, verification target-only, "
+            "drafter d, aux ids as output, the drafter catches up over the last 64 tokens");
+  o.round.draft_window = 0;  // every token, as SGLang
   EXPECT_EQ(o.describe(),
             "eagle3, policy auto within depth 12, 4 children per node, 32 tokens verified, verification target-only, "
             "drafter d, aux ids as output");
