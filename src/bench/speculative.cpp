@@ -252,7 +252,8 @@ int run_speculative(const BenchArgs& a) {
   }
   std::printf(
       "\n(speedup: decode tok/s over plain's; end-to-end: prompt and decode, the drafter's pass over the prompt "
-      "included.) Per request: plain %.1f ms end to end",
+      "included; under auto that pass runs in decode, with the first round that drafts.) Per request: plain %.1f ms "
+      "end to end",
       1e3 * (plain.prefill_s + plain.decode_s) / static_cast<double>(prompts.size()));
   for (const Row& r : rows)
     std::printf(", %s %.1f ms (drafter's prompt pass %.2f ms)", r.setting.c_str(),

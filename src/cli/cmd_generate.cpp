@@ -88,7 +88,12 @@ int run_generate(const GenerateArgs& a) {
   const double n_out = static_cast<double>(r.tokens.size());
   std::fprintf(stderr, "\nprompt: %zu tokens in %.3f s (%.2f tok/s", prompt.size(), r.prefill_seconds,
                static_cast<double>(prompt.size()) / r.prefill_seconds);
-  if (speculation) std::fprintf(stderr, "; the drafter's pass over it %.3f s", r.drafter_prefill_seconds);
+  if (speculation) {
+    const RoundOptions& round = speculation->options().round;
+    const bool deferred = round.policy == SpecPolicy::Auto && round.window() > 0;  // speculative.h: prefill_piece
+    std::fprintf(stderr, "; the drafter's pass over it %.3f s%s", r.drafter_prefill_seconds,
+                 deferred ? ", in decode, with the first round that drafted" : "");
+  }
   std::fprintf(stderr, ")\n");
   std::fprintf(stderr, "decode: %zu tokens in %.3f s (%.2f tok/s, %d threads%s)\n", r.tokens.size(), r.decode_seconds,
                r.decode_seconds > 0 ? n_out / r.decode_seconds : 0.0, thread_pool().size(),

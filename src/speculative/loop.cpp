@@ -14,7 +14,6 @@ SpeculativeResult generate_speculative(Transformer& target, Proposer& proposer, 
   Timer prefill;
   const int32_t first = decoder.prefill(prompt);
   r.prefill_seconds = prefill.seconds();
-  r.drafter_prefill_seconds = decoder.drafter_prefill_seconds();
   TokenCollector out(limits, sink, r.tokens);
   Timer decode;
   std::vector<int32_t> step;
@@ -29,6 +28,7 @@ SpeculativeResult generate_speculative(Transformer& target, Proposer& proposer, 
   r.context_full = go;
   r.decode_seconds = decode.seconds();
   r.stats = decoder.stats();
+  r.drafter_prefill_seconds = decoder.drafter_prefill_seconds();
   return r;
 }
 

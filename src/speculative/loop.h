@@ -14,7 +14,9 @@ using VerifyObserver = std::function<void(const SpecStats&)>;
 
 struct SpeculativeResult : GenerationResult {
   SpecStats stats;
-  double drafter_prefill_seconds = 0;  // the drafter's pass over the prompt, part of prefill_seconds
+  // The drafter's pass over the prompt: part of prefill_seconds, or under auto with a window part of decode_seconds
+  // (it runs with the first round that drafts).
+  double drafter_prefill_seconds = 0;
 };
 
 SpeculativeResult generate_speculative(Transformer& target, Proposer& proposer, std::span<const int32_t> prompt,

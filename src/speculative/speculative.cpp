@@ -56,6 +56,7 @@ void SpeculativeDecoder::start_prefill(std::span<const int32_t> prompt) {
   proposer_.reset(proposer_capacity_, config_.kv_pool);
   pending_tokens_.clear();
   pending_aux_.clear();
+  pending_prompt_pairs_ = 0;
   if (config_.round.policy == SpecPolicy::Auto)
     policy_ = std::make_unique<RoundPolicy>(config_.costs, config_.prior, config_.acceptance);
   aux_rows_.resize(static_cast<size_t>(n * target_.aux_width()));
@@ -99,6 +100,7 @@ void SpeculativeDecoder::trim_pending() {
   pending_tokens_.erase(pending_tokens_.begin(), pending_tokens_.begin() + static_cast<std::ptrdiff_t>(drop));
   pending_aux_.erase(pending_aux_.begin(), pending_aux_.begin() + static_cast<std::ptrdiff_t>(drop) * W);
   pending_position_ += static_cast<int64_t>(drop);
+  pending_prompt_pairs_ = std::max<int64_t>(0, pending_prompt_pairs_ - static_cast<int64_t>(drop));
   drafter_whole_ = false;
 }
 
@@ -126,7 +128,14 @@ bool SpeculativeDecoder::prefill_piece() {
     prompt_.erase(prompt_.begin());
     prompt_.push_back(root_token_);
     skip_to_window(proposer_prefilled_, n);
-    return false;
+    if (!policy_ || window_ <= 0) return false;
+    const auto from = static_cast<std::ptrdiff_t>(proposer_prefilled_);
+    pending_position_ = proposer_prefilled_;
+    pending_tokens_.assign(prompt_.begin() + from, prompt_.end());
+    pending_aux_.assign(aux_rows_.begin() + from * W, aux_rows_.begin() + static_cast<std::ptrdiff_t>(n * W));
+    pending_prompt_pairs_ = n - proposer_prefilled_;
+    prompt_ = {};
+    return true;
   }
   const Timer drafter_pass;
   const int64_t start = proposer_prefilled_, m = std::min<int64_t>(config_.prefill_batch, n - start);
@@ -191,6 +200,9 @@ BatchedSequence::Drafting SpeculativeDecoder::begin_plan(int draft_tokens, int s
 void SpeculativeDecoder::extended(DraftForward forward) {
   policy_->costs().observe_extend(static_cast<int>(forward.rows), forward.seconds);
   planned_extend_seconds_ = forward.seconds;
+  if (forward.rows > 0)
+    drafter_prefill_seconds_ += forward.seconds * static_cast<double>(pending_prompt_pairs_) / forward.rows;
+  pending_prompt_pairs_ = 0;
   pending_tokens_.clear();
   pending_aux_.clear();
 }

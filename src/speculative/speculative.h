@@ -55,7 +55,9 @@ class SpeculativeDecoder : public BatchedSequence {
 
   // Runs the prompt through target and proposer; returns the first generated token.
   void start_prefill(std::span<const int32_t> prompt) override;
-  bool prefill_piece() override;  // the target's forwards over the prompt, then the proposer's
+  // The target's forwards over the prompt, then the proposer's. Under auto with a window the proposer's pass over the
+  // prompt's window waits for the first round that drafts, as the pairs of plain steps do.
+  bool prefill_piece() override;
   int32_t first_token() const override { return root_token_; }
   // One draft + verify round; appends the accepted draft tokens and the target's next token (>= 1 token). Near the
   // end of the context the tree is drafted shallower, so that no verified token lies beyond position context - 1:
@@ -87,8 +89,9 @@ class SpeculativeDecoder : public BatchedSequence {
 
   const SpecStats& stats() const { return stats_; }
   const DraftTree& tree() const { return tree_; }  // the last planned round's tree (root alone: no drafts)
-  double drafter_prefill_seconds() const { return drafter_prefill_seconds_; }  // the proposer's pass over the prompt
-  int64_t root_position() const override { return target_cache_.size(); }      // the position of the last emitted token
+  // The proposer's pass over the prompt; under auto with a window, its share of the first extend that ran it.
+  double drafter_prefill_seconds() const { return drafter_prefill_seconds_; }
+  int64_t root_position() const override { return target_cache_.size(); }  // the position of the last emitted token
 
  private:
   // Drafts are drawn from the drafter's distribution (verification with q), not its top-k.
@@ -137,6 +140,7 @@ class SpeculativeDecoder : public BatchedSequence {
   // aux row.
   std::vector<int32_t> pending_tokens_;
   std::vector<float> pending_aux_;
+  int64_t pending_prompt_pairs_ = 0;  // of them, the prompt's (auto with a window: the drafter's pass over it waits)
   int64_t pending_position_ = 0;
 };
 

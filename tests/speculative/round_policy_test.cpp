@@ -251,8 +251,9 @@ TEST_F(AutoPolicy, StepsWithoutDraftsDeferTheExtend) {
   EXPECT_GT(decoder.stats().accepted, 0) << "the exact drafter had nothing accepted after the deferred extend";
 }
 
-// The drafter catches up over its window only: its pass over the prompt reads the last pairs, and the pairs of a long
-// plain stretch beyond the window are dropped before the next round drafts. The output stays the target's own.
+// The drafter catches up over its window only: its pass over the prompt waits for the first round that drafts, and
+// the pairs before the window's (of the prompt, then of a plain stretch) are dropped before it. The output stays the
+// target's own.
 TEST_F(AutoPolicy, TheDrafterCatchesUpOverItsWindowOnly) {
   const auto prompt = prompt_of(40, echo_->config().vocab_size, 6);
   Eagle3Proposer proposer(*exact_);
@@ -261,7 +262,7 @@ TEST_F(AutoPolicy, TheDrafterCatchesUpOverItsWindowOnly) {
   config.round.draft_window = 6;
   SpeculativeDecoder decoder(*echo_, proposer, config);
   std::vector<int32_t> tokens = {decoder.prefill(prompt)};
-  EXPECT_EQ(proposer.cached_tokens(), 6) << "the drafter's pass over a prompt of 40 tokens";
+  EXPECT_EQ(proposer.cached_tokens(), 0) << "the drafter's pass over the prompt ran before a round drafted";
   BatchedSequence* const seq[] = {&decoder};
   std::vector<std::vector<int32_t>> out;
   for (int i = 0; i < 20; ++i) {
@@ -270,7 +271,7 @@ TEST_F(AutoPolicy, TheDrafterCatchesUpOverItsWindowOnly) {
   }
   step_together(*echo_, seq, std::vector<int>{decoder.max_draft_tokens()}, out);
   tokens.insert(tokens.end(), out[0].begin(), out[0].end());
-  EXPECT_EQ(proposer.cached_tokens(), 12) << "the extend after 20 plain steps";
+  EXPECT_EQ(proposer.cached_tokens(), 6) << "the extend over the prompt's window and 20 plain steps";
   while (tokens.size() < want.tokens.size()) {
     step_together(*echo_, seq, std::vector<int>{decoder.max_draft_tokens()}, out);
     tokens.insert(tokens.end(), out[0].begin(), out[0].end());
