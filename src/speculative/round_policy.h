@@ -68,8 +68,7 @@ class RoundPolicy {
 
   CostModel& costs() { return *costs_; }
   const CostModel& costs() const { return *costs_; }
-  double plain_rate(int sequences = 1) const;               // tokens per second of a plain step of `sequences`
-  double drafting_seconds() const { return draft_spent_; }  // the last round's draft steps, as the policy expected them
+  double plain_rate(int sequences = 1) const;  // tokens per second of a plain step of `sequences`
 
  private:
   // A draft step's time that `nodes` nodes of this sequence answer for: their share of a forward that also runs the
@@ -89,7 +88,6 @@ class RoundPolicy {
   int unpaid_ = 0, plain_since_ = 0, probe_interval_ = 8, probe_left_ = 0;
   int sequences_ = 1;         // the round's batch (grow)
   double round_seconds_ = 0;  // the round's expected time but for the extend (grow), to judge its outcome
-  double draft_spent_ = 0;    // its draft steps' share of it
   double others_rows_ = 0;    // running mean of the other sequences' rows in this sequence's draft forwards
   bool others_seen_ = false;  // a draft forward has been observed
 };

@@ -157,7 +157,14 @@ int64_t SpeculativeDecoder::kv_blocks_for_next(int draft_tokens) const {
   if (prompt_.empty()) return target_cache_.blocks_to_grow(rows) + proposer_.kv_blocks_to_grow(drafter_rows);
   // Prefilling: the target's pieces, then the proposer's; after its last piece the sequence steps at once.
   const int64_t batch = config_.prefill_batch, n = static_cast<int64_t>(prompt_.size());
-  if (target_prefilled_ < n) return target_cache_.blocks_to_grow(std::min(batch, n - target_prefilled_));
+  if (target_prefilled_ < n) {
+    const int64_t piece = std::min(batch, n - target_prefilled_);
+    if (target_prefilled_ + piece < n || !policy_ || window_ <= 0) return target_cache_.blocks_to_grow(piece);
+    // Auto with a window: the proposer's pass is deferred, so the target's last piece is the last one, and the step
+    // after it extends the proposer over the prompt's window.
+    const int64_t deferred = std::min(n - proposer_prefilled_, window_);
+    return target_cache_.blocks_to_grow(piece + rows) + proposer_.kv_blocks_to_grow(deferred + drafter_rows);
+  }
   const int64_t m = std::min(batch, n - proposer_prefilled_);
   if (proposer_prefilled_ + m < n) return proposer_.kv_blocks_to_grow(m);
   return proposer_.kv_blocks_to_grow(m + drafter_rows) + target_cache_.blocks_to_grow(rows);

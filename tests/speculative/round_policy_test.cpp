@@ -281,6 +281,30 @@ TEST_F(AutoPolicy, TheDrafterCatchesUpOverItsWindowOnly) {
   EXPECT_GT(decoder.stats().accepted, 0) << "the exact drafter had nothing accepted after catching up";
 }
 
+// A server checks its pool's room once per loop, before a sequence's last prefill piece and the step that follows it
+// at once: with the drafter's pass deferred that step extends the drafter over the prompt's window, and the blocks
+// the last piece announces cover both.
+TEST_F(AutoPolicy, TheLastPrefillPieceAnnouncesTheBlocksOfTheStepAfterIt) {
+  const auto prompt = prompt_of(40, echo_->config().vocab_size, 7);
+  auto pool = std::make_shared<KVPool>(4, 256);
+  Eagle3Proposer proposer(*exact_);
+  SpecConfig config = auto_config(static_cast<int64_t>(prompt.size()) + 64, costs_);
+  config.round.draft_window = 6;
+  config.kv_pool = pool;
+  SpeculativeDecoder decoder(*echo_, proposer, config);
+  decoder.start_prefill(prompt);
+  int64_t announced = 0, before = 0;
+  do {
+    announced = decoder.kv_blocks_for_next(decoder.max_draft_tokens());
+    before = pool->free_blocks();
+  } while (!decoder.prefill_piece());
+  BatchedSequence* const seq[] = {&decoder};
+  std::vector<std::vector<int32_t>> out;
+  step_together(*echo_, seq, std::vector<int>{decoder.max_draft_tokens()}, out);
+  EXPECT_GT(proposer.cached_tokens(), 0) << "the step after the prefill did not extend the drafter";
+  EXPECT_LE(before - pool->free_blocks(), announced) << "the last piece and its step took more than announced";
+}
+
 // A server shares its step's draft rows among the sequences that draft: one whose policy decodes plainly (a useless
 // drafter's, fallen back) asks for none, so the exact drafter's sequence beside it gets the whole share.
 TEST_F(AutoPolicy, ASequenceDecodingPlainlyLeavesTheBatchsDraftRowsToTheOthers) {
