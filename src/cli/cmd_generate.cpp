@@ -89,8 +89,7 @@ int run_generate(const GenerateArgs& a) {
   std::fprintf(stderr, "\nprompt: %zu tokens in %.3f s (%.2f tok/s", prompt.size(), r.prefill_seconds,
                static_cast<double>(prompt.size()) / r.prefill_seconds);
   if (speculation) {
-    const RoundOptions& round = speculation->options().round;
-    const bool deferred = round.policy == SpecPolicy::Auto && round.window() > 0;  // speculative.h: prefill_piece
+    const bool deferred = speculation->options().round.defers_prompt_pass();
     std::fprintf(stderr, "; the drafter's pass over it %.3f s%s", r.drafter_prefill_seconds,
                  deferred ? ", in decode, with the first round that drafted" : "");
   }

@@ -38,10 +38,10 @@ SpeculativeDecoder::SpeculativeDecoder(Transformer& target, Proposer& proposer, 
   target_cache_ = target_.make_cache(config_.context + slack, config_.kv_pool);
   proposer_capacity_ = config_.context + slack + d.num_steps * d.topk;
   window_ = config_.round.window();
-  // Deferred pairs stay under twice the window and a round's tokens: held from the start, their buffers are not
-  // grown (and their pages faulted in) step by step.
-  if (config_.round.policy == SpecPolicy::Auto && window_ > 0) {
-    const size_t pairs = 2 * static_cast<size_t>(window_) + kMaxDraftTokens + 1;
+  // Deferred pairs stay under twice the window (and the context) and a round's tokens: held from the start, their
+  // buffers are not grown (and their pages faulted in) step by step.
+  if (config_.round.defers_prompt_pass()) {
+    const size_t pairs = static_cast<size_t>(std::min<int64_t>(2 * window_, config_.context)) + kMaxDraftTokens + 1;
     pending_tokens_.reserve(pairs);
     pending_aux_.reserve(pairs * static_cast<size_t>(target_.aux_width()));
   }
@@ -128,7 +128,7 @@ bool SpeculativeDecoder::prefill_piece() {
     prompt_.erase(prompt_.begin());
     prompt_.push_back(root_token_);
     skip_to_window(proposer_prefilled_, n);
-    if (!policy_ || window_ <= 0) return false;
+    if (!config_.round.defers_prompt_pass()) return false;
     const auto from = static_cast<std::ptrdiff_t>(proposer_prefilled_);
     pending_position_ = proposer_prefilled_;
     pending_tokens_.assign(prompt_.begin() + from, prompt_.end());
@@ -159,7 +159,8 @@ int64_t SpeculativeDecoder::kv_blocks_for_next(int draft_tokens) const {
   const int64_t batch = config_.prefill_batch, n = static_cast<int64_t>(prompt_.size());
   if (target_prefilled_ < n) {
     const int64_t piece = std::min(batch, n - target_prefilled_);
-    if (target_prefilled_ + piece < n || !policy_ || window_ <= 0) return target_cache_.blocks_to_grow(piece);
+    if (target_prefilled_ + piece < n || !config_.round.defers_prompt_pass())
+      return target_cache_.blocks_to_grow(piece);
     // Auto with a window: the proposer's pass is deferred, so the target's last piece is the last one, and the step
     // after it extends the proposer over the prompt's window.
     const int64_t deferred = std::min(n - proposer_prefilled_, window_);

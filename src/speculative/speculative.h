@@ -31,6 +31,8 @@ struct RoundOptions {
   // plainly since it last drafted. 0: every one (SGLang); -1: by policy (kAutoDraftWindow under auto, else 0).
   int draft_window = -1;
   int window() const { return draft_window >= 0 ? draft_window : policy == SpecPolicy::Auto ? kAutoDraftWindow : 0; }
+  // Auto with a window defers the drafter's pass over the prompt to the first round that drafts (prefill_piece).
+  bool defers_prompt_pass() const { return policy == SpecPolicy::Auto && window() > 0; }
 };
 
 struct SpecConfig {

@@ -281,6 +281,21 @@ TEST_F(AutoPolicy, TheDrafterCatchesUpOverItsWindowOnly) {
   EXPECT_GT(decoder.stats().accepted, 0) << "the exact drafter had nothing accepted after catching up";
 }
 
+// A window far beyond the context (a user's --speculative-draft-window 2000000000) holds no more than the context.
+TEST_F(AutoPolicy, AWindowBeyondTheContextDecodesAsAWholeOne) {
+  const auto prompt = prompt_of(20, echo_->config().vocab_size, 8);
+  Eagle3Proposer proposer(*exact_);
+  const PolicyRun want = decode(*echo_, proposer, prompt, 30, SpecPolicy::Static, {1, 1, 2}, costs_);
+  SpecConfig config = auto_config(static_cast<int64_t>(prompt.size()) + 64, costs_);
+  config.round.draft_window = 2000000000;
+  SpeculativeDecoder decoder(*echo_, proposer, config);
+  std::vector<int32_t> tokens = {decoder.prefill(prompt)};
+  while (tokens.size() < want.tokens.size()) decoder.step(tokens);
+  tokens.resize(want.tokens.size());
+  EXPECT_EQ(tokens, want.tokens);
+  EXPECT_GT(decoder.stats().accepted, 0);
+}
+
 // A server checks its pool's room once per loop, before a sequence's last prefill piece and the step that follows it
 // at once: with the drafter's pass deferred that step extends the drafter over the prompt's window, and the blocks
 // the last piece announces cover both.
