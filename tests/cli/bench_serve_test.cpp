@@ -71,6 +71,36 @@ TEST(CliBenchServe, TableHasEveryLevelAndCountsAddUp) {
   }
 }
 
+// Neither level always goes first (the first run at a client count pays for what grows to its batch): each client's
+// requests run in halves, speculative, plain, plain, speculative; with one request per client the first level
+// alternates with the client count.
+TEST(CliBenchServe, NeitherLevelAlwaysGoesFirst) {
+  auto runs = [](const std::string& err) {
+    std::vector<std::string> out;
+    std::stringstream lines(err);
+    for (std::string line; std::getline(lines, line);)
+      for (const char* kind : {"speculative", "plain"})
+        if (line.find(std::string("bench serve: ") + kind + ", ") != std::string::npos &&
+            line.find(" requests in ") != std::string::npos)
+          out.push_back(line.substr(line.find(kind)));
+    for (std::string& run : out) run = run.substr(0, run.find(" in "));
+    return out;
+  };
+  const std::string common = "-d " + drafter("exact_echo") + " --prompts " + prompts_file() + " -n 4 ";
+  const auto halves = run_command(bench_serve(common + "--clients 2 --requests-per-client 3"));
+  ASSERT_EQ(halves.exit_code, 0) << halves.err;
+  EXPECT_EQ(runs(halves.err),
+            (std::vector<std::string>{"speculative, 2 clients: 4 requests", "plain, 2 clients: 4 requests",
+                                      "plain, 2 clients: 2 requests", "speculative, 2 clients: 2 requests"}))
+      << halves.err;
+  const auto single = run_command(bench_serve(common + "--clients 1,2 --requests-per-client 1"));
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  EXPECT_EQ(runs(single.err),
+            (std::vector<std::string>{"speculative, 1 clients: 1 requests", "plain, 1 clients: 1 requests",
+                                      "plain, 2 clients: 2 requests", "speculative, 2 clients: 2 requests"}))
+      << single.err;
+}
+
 // Every flag of the speculative group but -d reaches the server the bench starts, as given (bench serve prints the
 // started server's effective configuration).
 TEST(CliBenchServe, TheSpeculativeFlagsReachTheStartedServer) {

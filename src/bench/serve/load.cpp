@@ -143,6 +143,14 @@ struct Level {
   std::string first_error;
 
   double accept_length() const { return drafts > 0 ? accepted_rounds / static_cast<double>(drafts) : 0; }
+  // Another part of the same level (its other requests): one level's counts, times and latencies.
+  void add(const Level& o) {
+    requests += o.requests, ok += o.ok, wall_s += o.wall_s, tokens += o.tokens;
+    ttft.insert(ttft.end(), o.ttft.begin(), o.ttft.end());
+    gaps.insert(gaps.end(), o.gaps.begin(), o.gaps.end());
+    drafts += o.drafts, accepted_rounds += o.accepted_rounds;
+    if (first_error.empty()) first_error = o.first_error;
+  }
   json to_json() const {
     json j = {{"speculative", speculative},
               {"clients", clients},
@@ -162,19 +170,20 @@ struct Level {
   }
 };
 
-// `clients` threads, each sending `per_client` requests in turn; prompt i of the level is prompts[i % size].
+// `clients` threads, each sending its requests k = first..end-1 in turn; request k of client c sends prompt
+// i = c + k x clients of the set (modulo its size).
 Level run_level(const Endpoint& server, const std::vector<json>& prompts, const BenchArgs& a, bool speculative,
-                int clients) {
+                int clients, int first, int end) {
   Level level;
   level.speculative = speculative;
   level.clients = clients;
-  level.requests = clients * a.requests_per_client;
+  level.requests = clients * (end - first);
   std::vector<RequestResult> results(static_cast<size_t>(level.requests));
   const Clock::time_point start = Clock::now();
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      for (int k = 0; k < a.requests_per_client; ++k) {
+      for (int k = first; k < end; ++k) {
         const int i = c + k * clients;
         const json body = {{"prompt", prompts[static_cast<size_t>(i) % prompts.size()]},
                            {"max_tokens", a.max_tokens},
@@ -184,7 +193,7 @@ Level run_level(const Endpoint& server, const std::vector<json>& prompts, const 
                            {"stream_options", {{"include_usage", true}}},
                            {"return_token_origin", true},
                            {"speculative", speculative}};
-        results[static_cast<size_t>(i)] = stream_completion(server, body);
+        results[static_cast<size_t>(c + (k - first) * clients)] = stream_completion(server, body);
       }
     });
   }
@@ -299,21 +308,41 @@ int run_serve(const BenchArgs& a) {
   if (const RequestResult w = stream_completion(server, warmup); !w.ok)
     fail("bench serve: ", url, " did not answer a completion: ", w.error);
   const bool speculative = a.url.empty() ? !drafter.empty() : true;  // a running server decides itself
-  // Speculative and plain interleaved per client count, so that a drift of the machine's speed (a VM's is large)
-  // falls on both alike, and each from an empty prefix cache; the table lists speculative rows first.
+  // Speculative and plain interleaved per client count, each from an empty prefix cache, so that a drift of the
+  // machine's speed (a VM's is large) falls on both alike: each client's requests in two halves, run in the order
+  // speculative, plain, plain, speculative (the first half's prompts, then the second's), so that neither pays for
+  // going first (buffers that grow to a new batch's rows, pages faulted in) more than the other. With one request
+  // per client there is no second half: the first level alternates with the client count. The table lists
+  // speculative rows first.
   std::vector<Level> levels;
   bool warned = false;
-  for (const int clients : a.clients)
-    for (const bool spec : speculative ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+  const int half = (a.requests_per_client + 1) / 2;
+  for (size_t n = 0; n < a.clients.size(); ++n) {
+    const int clients = a.clients[n];
+    const bool spec_first = a.requests_per_client > 1 || n % 2 == 0;
+    std::vector<std::pair<bool, bool>> order = {{spec_first, true}, {!spec_first, true}};  // (speculative, half 1)
+    if (half < a.requests_per_client) order.insert(order.end(), {{!spec_first, false}, {spec_first, false}});
+    Level spec_level, plain_level;
+    for (const auto& [spec, first_half] : order) {
+      if (spec && !speculative) continue;
       if (!flush_prefix_cache(server) && !warned) {
         log_warning("bench serve: " + url + " did not flush its prefix cache (POST /flush_cache): a run may find " +
                     "the prompts of the runs before it cached");
         warned = true;
       }
-      levels.push_back(run_level(server, prompts, a, spec, clients));
+      const Level part = first_half ? run_level(server, prompts, a, spec, clients, 0, half)
+                                    : run_level(server, prompts, a, spec, clients, half, a.requests_per_client);
       log_info(strprintf("bench serve: %s, %d clients: %d requests in %.2f s", spec ? "speculative" : "plain", clients,
-                         levels.back().requests, levels.back().wall_s));
+                         part.requests, part.wall_s));
+      Level& whole = spec ? spec_level : plain_level;
+      if (whole.clients == 0)
+        whole = part;
+      else
+        whole.add(part);
     }
+    if (speculative) levels.push_back(std::move(spec_level));
+    levels.push_back(std::move(plain_level));
+  }
   std::stable_partition(levels.begin(), levels.end(), [](const Level& l) { return l.speculative; });
   if (a.json) {
     json rows = json::array();
