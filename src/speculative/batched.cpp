@@ -212,7 +212,8 @@ void keep_what_pays_together(std::span<DraftTree> trees, const CostModel& costs,
   double best = 0;
   for (size_t n = 0; n <= candidates.size(); ++n) {
     if (n > 0) accepted += candidates[n - 1].value;
-    const double rate = (B + accepted) / (drafted_seconds + costs.verify_seconds(B + required + static_cast<int>(n)));
+    const double rate = (B + accepted) / (drafted_seconds + costs.verify_seconds(B + required + static_cast<int>(n)) +
+                                          costs.after_draft_seconds());
     if (rate > best) best = rate, best_n = n;
   }
   if (best_n == candidates.size()) return;
@@ -247,13 +248,15 @@ int64_t step_together(Transformer& target, std::span<BatchedSequence* const> seq
     rows.push_back(sequences[i]->end_plan(std::move(trees[i])));
     total += static_cast<int64_t>(rows.back().batch.tokens.size());
   }
+  const bool after_draft = std::any_of(drafting.begin(), drafting.end(),
+                                       [](const BatchedSequence::Drafting& d) { return d.proposer != nullptr; });
   const Timer forward;
   target.forward(rows);
   const double seconds = forward.seconds();
   out.resize(sequences.size());
   for (size_t i = 0; i < sequences.size(); ++i) {
     out[i].clear();
-    sequences[i]->observe_forward(total, seconds);
+    sequences[i]->observe_forward(total, seconds, after_draft);
     sequences[i]->finish(i, out[i]);
   }
   return total;

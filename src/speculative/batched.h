@@ -59,8 +59,9 @@ class BatchedSequence {
   virtual SequenceBatch end_plan(DraftTree tree) = 0;  // the round's tree (without a proposer: ignored)
   // Reads its results from the step's forward, where it was sequence `index`; appends the tokens it emits (>= 1).
   virtual void finish(size_t index, std::vector<int32_t>& out) = 0;
-  // Before finish: the step's forward, all sequences' rows together, and its time (a policy's cost model learns T).
-  virtual void observe_forward(int64_t rows, double seconds) {}
+  // Before finish: the step's forward, all sequences' rows together, its time, and whether the drafter ran in the
+  // step before it (a policy's cost model learns T, and what a forward after the drafter's costs beyond it).
+  virtual void observe_forward(int64_t rows, double seconds, bool after_draft) {}
   virtual int max_draft_tokens() const = 0;  // the most a step may draft (0: plain decoding)
   // The auto policy's cost model of the pair (shared by its sequences); null: no policy weighs this one's rows.
   virtual const CostModel* cost_model() const { return nullptr; }

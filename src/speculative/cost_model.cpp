@@ -31,7 +31,10 @@ std::string ms(double seconds) {
 
 }  // namespace
 
-CostModel::CostModel(Curve verify, Curve draft, Curve extend) {
+CostModel::CostModel(Curve verify, Curve draft, Curve extend, double after_draft)
+    : after_draft_measured_(after_draft), after_draft_(after_draft) {
+  if (!(after_draft >= 0) || !std::isfinite(after_draft))
+    fail("cost model: the surcharge of a forward after the drafter's must be a time >= 0, found ", after_draft);
   check_curve(verify, "verify");
   check_curve(draft, "draft step");
   check_curve(extend, "extend");
@@ -78,6 +81,10 @@ double CostModel::extend_seconds(int tokens) const { return tokens <= 0 ? 0.0 : 
 void CostModel::observe_verify(int rows, double seconds) {
   if (!frozen_) verify_.observe(rows, seconds);
 }
+void CostModel::observe_verify_after_draft(int rows, double seconds) {
+  if (frozen_ || !(seconds > 0)) return;
+  after_draft_ += kCorrectionRate * (seconds - verify_seconds(rows) - after_draft_);
+}
 void CostModel::observe_draft(int nodes, double seconds) {
   if (!frozen_) draft_.observe(nodes, seconds);
 }
@@ -110,7 +117,8 @@ std::string CostModel::describe() const {
   };
   relative("draft step", draft_, "nodes", &CostModel::draft_seconds);
   relative("extend of 1 token", extend_, "tokens", &CostModel::extend_seconds);
-  return s;
+  std::snprintf(buf, sizeof buf, "; a forward after the drafter's +%.2f T(1)", after_draft_seconds() / t1);
+  return s + buf;
 }
 
 nlohmann::json CostModel::to_json() const {
@@ -119,7 +127,10 @@ nlohmann::json CostModel::to_json() const {
     for (const auto& [rows, seconds] : c) a.push_back({rows, seconds});
     return a;
   };
-  return {{"verify", curve(verify_.curve)}, {"draft", curve(draft_.curve)}, {"extend", curve(extend_.curve)}};
+  return {{"verify", curve(verify_.curve)},
+          {"draft", curve(draft_.curve)},
+          {"extend", curve(extend_.curve)},
+          {"after_draft", after_draft_measured_}};
 }
 
 CostModel CostModel::from_json(const nlohmann::json& j) {
@@ -134,7 +145,9 @@ CostModel CostModel::from_json(const nlohmann::json& j) {
     }
     return c;
   };
-  return CostModel(curve("verify"), curve("draft"), curve("extend"));
+  if (!j.contains("after_draft") || !j["after_draft"].is_number())
+    fail("cost model: no 'after_draft' number (seconds a forward after the drafter's costs beyond T(M))");
+  return CostModel(curve("verify"), curve("draft"), curve("extend"), j["after_draft"].get<double>());
 }
 
 }  // namespace eaglet

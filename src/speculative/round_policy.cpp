@@ -80,7 +80,7 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
       if (n > 0) accepted += value[static_cast<size_t>(order[static_cast<size_t>(n - 1)])];
       const double seconds = costs_->overhead_seconds() +
                              costs_->extend_seconds(static_cast<int>(std::lround(1 + accepted))) + draft_spent +
-                             costs_->verify_seconds(B + n);
+                             costs_->verify_seconds(B + n) + costs_->after_draft_seconds();
       const double rate = (B + accepted) / seconds;
       if (rate > best) best = rate, best_n = n;
     }
@@ -148,7 +148,8 @@ DraftRound RoundPolicy::grow_round(Proposer& proposer, int32_t root_token, Draft
   // acceptance model nothing, and a drafter it has written off could never win it back.
   if ((learn_ || trial_) && best_n == 0 && tree.nodes.size() > 1) best_n = 1;
   sequences_ = B;
-  round_seconds_ = costs_->overhead_seconds() + draft_spent + costs_->verify_seconds(B + best_n);
+  round_seconds_ =
+      costs_->overhead_seconds() + draft_spent + costs_->verify_seconds(B + best_n) + costs_->after_draft_seconds();
   std::vector<bool> keep(tree.nodes.size(), false);
   for (int i = 0; i < best_n; ++i) keep[static_cast<size_t>(order[static_cast<size_t>(i)])] = true;
   tree.value = std::move(value);

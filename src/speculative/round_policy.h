@@ -5,12 +5,13 @@
 //
 // Growth, depth by depth (one drafter forward per depth, as in EAGLE-2): every expanded node's top-k children join
 // the tree with value v = v(parent) x p(q, depth), the probability that the whole path is accepted. The round's rate
-// with the N best nodes is R(N) = (1 + sum of their v) / (extend + overhead + draft steps so far + T(N + 1)); a node
+// with the N best nodes is R(N) = (1 + sum of their v) / (extend + overhead + draft steps so far + T(N + 1) + S), S
+// what a forward after the drafter's costs beyond T (cost_model.h); a node
 // of the new depth is expanded while its expected best child's gain per marginal second (its draft step and its
 // verify row) beats the best R so far. The N with the highest R is verified.
 //
 // In a batch of B sequences (the server), the round shares its forward: R(N) = (B + sum of v) / (extend + overhead +
-// draft steps + T(B + N)), against a plain step's B / T(B), the other sequences counted as one row each.
+// draft steps + T(B + N) + S), against a plain step's B / T(B), the other sequences counted as one row each.
 //
 // Plain fallback: a round whose best R is below a plain step's rate (B / T(B)), or after which the running mean of
 // rounds' accepted tokens over their expected time fell below it, did not pay; three in a row and the sequence decodes

@@ -180,7 +180,7 @@ void SpeculativeDecoder::step(std::vector<int32_t>& out) {
   const SequenceBatch rows = plan(max_draft_tokens(), 1);
   const Timer forward;
   target_.forward(*rows.cache, rows.batch);
-  observe_forward(static_cast<int64_t>(rows.batch.tokens.size()), forward.seconds());
+  observe_forward(static_cast<int64_t>(rows.batch.tokens.size()), forward.seconds(), drafter_ran_);
   finish(0, out);
 }
 
@@ -197,6 +197,7 @@ BatchedSequence::Drafting SpeculativeDecoder::begin_plan(int draft_tokens, int s
   params.num_steps =
       static_cast<int>(std::min<int64_t>({params.num_steps, config_.context - 1 - P, params.num_draft_tokens - 1}));
   planned_extend_seconds_ = 0;
+  drafter_ran_ = !undrafted_;
   if (undrafted_) return {};
   Drafting d{&proposer_, {}};
   trim_pending();
@@ -270,7 +271,10 @@ void SpeculativeDecoder::inform_policy(std::span<const int32_t> kept, double ver
     costs.observe_overhead((drafted_seconds_ - draft_forward_seconds_ - planned_extend_seconds_) +
                            (committed - verified));
   }
-  if (forward_rows_ > 0) costs.observe_verify(static_cast<int>(forward_rows_), forward_seconds_);
+  if (forward_rows_ > 0 && forward_after_draft_)
+    costs.observe_verify_after_draft(static_cast<int>(forward_rows_), forward_seconds_);
+  else if (forward_rows_ > 0)
+    costs.observe_verify(static_cast<int>(forward_rows_), forward_seconds_);
   forward_rows_ = 0;
   policy_->next_round();
 }

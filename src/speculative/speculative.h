@@ -75,9 +75,10 @@ class SpeculativeDecoder : public BatchedSequence {
   DraftRound start_round() override;
   SequenceBatch end_plan(DraftTree tree) override;
   void finish(size_t index, std::vector<int32_t>& out) override;
-  void observe_forward(int64_t rows, double seconds) override {
+  void observe_forward(int64_t rows, double seconds, bool after_draft) override {
     forward_rows_ = rows;
     forward_seconds_ = seconds;
+    forward_after_draft_ = after_draft;
   }
   // None where the auto policy decodes the next step plainly: a server shares its draft rows among those that draft.
   int max_draft_tokens() const override {
@@ -135,6 +136,8 @@ class SpeculativeDecoder : public BatchedSequence {
   bool drafter_whole_ = true;   // the drafter's cache holds every position from 0 (else it shares no prefix)
   int64_t forward_rows_ = 0;    // the step's forward (observe_forward): rows of all its sequences, and its time
   double forward_seconds_ = 0;
+  bool forward_after_draft_ = false;
+  bool drafter_ran_ = false;  // this step runs the proposer (begin_plan gave it)
   Timer round_timer_;
   std::unique_ptr<RoundPolicy> policy_;  // auto; null: static
   // Pairs the proposer has not been extended with yet (auto: until a round drafts, so that steps without drafts, by

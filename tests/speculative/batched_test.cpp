@@ -250,6 +250,37 @@ TEST(BatchDraftPolicy, KeepsTheRowsThatPayTogether) {
   EXPECT_EQ(mixed[0].nodes.size(), 4u);
 }
 
+// A plain sequence that records how its steps' forwards are described to it.
+class WatchedPlainSequence : public PlainSequence {
+ public:
+  using PlainSequence::PlainSequence;
+  void observe_forward(int64_t rows, double, bool after_draft) override { seen.emplace_back(rows, after_draft); }
+  std::vector<std::pair<int64_t, bool>> seen;
+};
+
+// Every sequence of a step learns whether the drafter ran before its forward, its own or another's: a step where one
+// sequence drafts is one after the drafter's for all (the cost model's surcharge), one where none does is not.
+TEST(BatchDraftPolicy, EverySequenceLearnsWhetherTheDrafterRanBeforeTheForward) {
+  auto target = Transformer::load(fixture("drafters/targets/nearecho_fp32"));
+  auto drafter = Eagle3Drafter::load(fixture("drafters/exact_echo"), *target, {});
+  std::mt19937 rng(11);
+  const int64_t V = target->config().vocab_size;
+  WatchedPlainSequence a(*target, SamplingParams{}, 64, 8), b(*target, SamplingParams{}, 64, 8);
+  Eagle3Proposer proposer(*drafter);
+  SpeculativeDecoder spec(*target, proposer, SpecConfig{{{2, 1, 3}, SpecSampling::TargetOnly}, {}, 64, 8});
+  for (BatchedSequence* s : std::initializer_list<BatchedSequence*>{&a, &b, &spec})
+    s->prefill(random_prompt(rng, 6, V));
+  std::vector<std::vector<int32_t>> out;
+  BatchedSequence* plain_only[] = {&a, &b};
+  step_together(*target, plain_only, std::vector<int>{0, 0}, out);
+  BatchedSequence* with_drafts[] = {&a, &spec};
+  step_together(*target, with_drafts, std::vector<int>{0, 2}, out);
+  BatchedSequence* drafts_withheld[] = {&a, &spec};
+  step_together(*target, drafts_withheld, std::vector<int>{0, 0}, out);
+  EXPECT_EQ(a.seen, (std::vector<std::pair<int64_t, bool>>{{2, false}, {4, true}, {2, false}}));
+  EXPECT_EQ(b.seen, (std::vector<std::pair<int64_t, bool>>{{2, false}}));
+}
+
 TEST(TokenLogprob, LogSoftmaxAndTopAlternatives) {
   const std::vector<float> logits = {1.0f, 3.0f, 3.0f, -2.0f};
   const TokenLogprob l = token_logprob(logits, 0, 2);
