@@ -31,8 +31,7 @@ std::string ms(double seconds) {
 
 }  // namespace
 
-CostModel::CostModel(Curve verify, Curve draft, Curve extend, double after_draft)
-    : after_draft_measured_(after_draft), after_draft_(after_draft) {
+CostModel::CostModel(Curve verify, Curve draft, Curve extend, double after_draft) : after_draft_(after_draft) {
   if (!(after_draft >= 0) || !std::isfinite(after_draft))
     fail("cost model: the surcharge of a forward after the drafter's must be a time >= 0, found ", after_draft);
   check_curve(verify, "verify");
@@ -82,8 +81,7 @@ void CostModel::observe_verify(int rows, double seconds) {
   if (!frozen_) verify_.observe(rows, seconds);
 }
 void CostModel::observe_verify_after_draft(int rows, double seconds) {
-  if (frozen_ || !(seconds > 0)) return;
-  after_draft_ += kCorrectionRate * (seconds - verify_seconds(rows) - after_draft_);
+  if (!frozen_) verify_.observe(rows, seconds - after_draft_);
 }
 void CostModel::observe_draft(int nodes, double seconds) {
   if (!frozen_) draft_.observe(nodes, seconds);
@@ -130,7 +128,7 @@ nlohmann::json CostModel::to_json() const {
   return {{"verify", curve(verify_.curve)},
           {"draft", curve(draft_.curve)},
           {"extend", curve(extend_.curve)},
-          {"after_draft", after_draft_measured_}};
+          {"after_draft", after_draft_}};
 }
 
 CostModel CostModel::from_json(const nlohmann::json& j) {

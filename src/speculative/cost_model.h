@@ -6,11 +6,12 @@
 //
 // T(M) is the forward after forwards of the target (a plain step after a plain step, a batch's step in a server):
 // warm. A forward right after the drafter's costs more where the pair fits the caches, the drafter's weights having
-// displaced the target's (the shipped 19M pair: about 0.2 ms on a 0.7 ms step); a model read from memory anyway
-// pays nothing. That surcharge is its own term, paid by every round that runs the drafter: were it folded into
-// T(M), a batch's plain step of M rows would look as dear as a verify of M rows, and drafts as cheap as the
-// difference.
-#include <algorithm>
+// displaced the target's (the shipped 19M pair: about 0.3 ms on a 0.65 ms step); a model read from memory anyway
+// pays nothing. That surcharge S is its own term, measured by the probe and paid by every round that runs the
+// drafter: were it folded into T(M), a batch's plain step of M rows would look as dear as a verify of M rows, and
+// drafts as cheap as the difference. A forward after the drafter's corrects T at its rows by its time less S, so
+// that an error in S is absorbed by T's points where rounds verify, and a round's expected time, T + S, follows what
+// rounds take.
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,11 +33,11 @@ class CostModel {
   double extend_seconds(int tokens) const;
   double overhead_seconds() const { return overhead_; }  // selection, acceptance and commit of a drafted round
   // What the target's forward right after the drafter's costs beyond T(M) (>= 0).
-  double after_draft_seconds() const { return std::max(after_draft_, 0.0); }
+  double after_draft_seconds() const { return after_draft_; }
 
   // A round's measured times: each nudges its correction (observed / measured curve) by an exponential average.
-  // observe_verify: a target forward after the target's; observe_verify_after_draft: one after the drafter's, whose
-  // time beyond T(rows) nudges the surcharge instead.
+  // observe_verify: a target forward after the target's; observe_verify_after_draft: one after the drafter's, its
+  // time less the surcharge.
   void observe_verify(int rows, double seconds);
   void observe_verify_after_draft(int rows, double seconds);
   void observe_draft(int nodes, double seconds);
@@ -63,8 +64,7 @@ class CostModel {
   };
   Part verify_, draft_, extend_;
   double overhead_ = 0;
-  double after_draft_measured_ = 0;  // the probe's surcharge
-  double after_draft_ = 0;           // running mean of (a forward after the drafter's) - T(its rows), from the probe's
+  double after_draft_ = 0;  // the surcharge S, as the probe measured it
   bool frozen_ = false;
 };
 

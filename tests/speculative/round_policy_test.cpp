@@ -433,18 +433,17 @@ TEST_F(AutoPolicy, SharesDraftStepsWithTheSequencesItDraftsWith) {
 // Costs belong to the pair on this machine, not to a request: the decoders of a pair correct one model, so a request
 // starts from what the ones before it measured. This one starts 100x too slow (a cache written on a busy machine).
 TEST_F(AutoPolicy, DecodersOfAPairCorrectOneCostModel) {
-  // Forwards of the tiny pair take far less than the model says: every verify after the drafter's lowers the
-  // surcharge, that the model puts at 0.1 s.
-  const auto costs = std::make_shared<CostModel>(
-      CostModel({{1, 0.1}, {64, 0.1}}, {{1, 0.01}, {16, 0.03}}, {{1, 0.01}, {8, 0.02}}, 0.1));
-  const double before = costs->after_draft_seconds();
+  // A flat curve: every verify, whatever its rows, moves the value at 32 rows.
+  const auto costs =
+      std::make_shared<CostModel>(CostModel({{1, 0.1}, {64, 0.1}}, {{1, 0.01}, {16, 0.03}}, {{1, 0.01}, {8, 0.02}}));
+  const double before = costs->verify_seconds(32);
   Eagle3Proposer proposer(*exact_);
   const auto prompt = prompt_of(12, echo_->config().vocab_size, 5);
   const PolicyRun first = decode(*echo_, proposer, prompt, 60, SpecPolicy::Auto, auto_draft_limits(), costs);
-  const double after_first = costs->after_draft_seconds();
+  const double after_first = costs->verify_seconds(32);
   EXPECT_LT(after_first, before) << "the first request's rounds did not reach the shared model";
   const PolicyRun second = decode(*echo_, proposer, prompt, 60, SpecPolicy::Auto, auto_draft_limits(), costs);
-  EXPECT_LT(costs->after_draft_seconds(), after_first) << "the second request's rounds did not reach the shared model";
+  EXPECT_LT(costs->verify_seconds(32), after_first) << "the second request's rounds did not reach the shared model";
   EXPECT_EQ(second.tokens, first.tokens);
 }
 
@@ -540,21 +539,20 @@ TEST(CostModel, InterpolatesAndLearnsFromObservations) {
                Error);
 }
 
-// A forward right after the drafter's costs its own surcharge: learnt from such forwards, beyond T of their rows, it
-// leaves T (what plain steps cost) alone; and plain steps' forwards leave the surcharge alone.
-TEST(CostModel, LearnsTheSurchargeAfterTheDrafterApartFromT) {
+// A forward right after the drafter's costs T of its rows and the probe's surcharge: such forwards correct T by
+// their time less the surcharge, so that T + surcharge follows what they take, and plain steps' forwards correct T
+// alone; the surcharge stays what the probe measured, and the cache keeps it.
+TEST(CostModel, ForwardsAfterTheDrafterCorrectTLessTheSurcharge) {
   CostModel m({{1, 1.0}, {4, 1.3}, {8, 2.0}}, {{1, 0.2}}, {{1, 0.1}}, 0.1);
   EXPECT_DOUBLE_EQ(m.after_draft_seconds(), 0.1);
-  for (int i = 0; i < 300; ++i) m.observe_verify_after_draft(4, 1.8);  // 0.5 beyond T(4)
-  EXPECT_NEAR(m.after_draft_seconds(), 0.5, 1e-3);
-  EXPECT_NEAR(m.verify_seconds(4), 1.3, 1e-12) << "verifies after drafting moved T";
+  for (int i = 0; i < 300; ++i) m.observe_verify_after_draft(4, 1.8);
+  EXPECT_NEAR(m.verify_seconds(4) + m.after_draft_seconds(), 1.8, 1e-3);
+  EXPECT_DOUBLE_EQ(m.after_draft_seconds(), 0.1);
   for (int i = 0; i < 300; ++i) m.observe_verify(1, 0.5);
-  EXPECT_NEAR(m.verify_seconds(1), 0.5, 1e-3);
-  EXPECT_NEAR(m.after_draft_seconds(), 0.5, 1e-3) << "plain steps moved the surcharge";
-  for (int i = 0; i < 300; ++i) m.observe_verify_after_draft(1, 0.3);  // faster than T(1): no surcharge, never < 0
-  EXPECT_EQ(m.after_draft_seconds(), 0.0);
-  EXPECT_NEAR(CostModel::from_json(m.to_json()).after_draft_seconds(), 0.1, 1e-12) << "the cache keeps the probe's";
-  EXPECT_NE(m.describe().find("; a forward after the drafter's +0.00 T(1)"), std::string::npos) << m.describe();
+  EXPECT_NEAR(m.verify_seconds(1), 0.5, 1e-3) << "a plain step's forward is T alone";
+  EXPECT_NEAR(m.verify_seconds(4), 1.7, 1e-3);
+  EXPECT_NEAR(CostModel::from_json(m.to_json()).after_draft_seconds(), 0.1, 1e-12);
+  EXPECT_NE(m.describe().find("; a forward after the drafter's +0.20 T(1)"), std::string::npos) << m.describe();
 }
 
 TEST(AcceptanceModel, StartsFromQAndLearnsTheDrafterIsWrong) {
