@@ -197,7 +197,7 @@ void add_serve_load(CLI::App& bench, std::vector<std::pair<CLI::App*, Command>>&
       ->delimiter(',')
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--requests-per-client", a->requests_per_client, "Requests each client sends in turn")
-      ->check(at_least(1));
+      ->check(CLI::Range(1, 1000000));  // x 1024 clients: request indices stay within int
   cmd->add_option("-c,--ctx", a->context, "The started server's context (-c)")->check(at_least(1));
   cmd->add_option("--max-batch", a->max_batch, "The started server's --max-batch")->check(CLI::Range(1, 256));
   cmd->add_option("--batch-row-budget", a->batch_row_budget, "The started server's --batch-row-budget")

@@ -141,6 +141,9 @@ TEST(CliBenchServe, BadInputIsOneLine) {
   EXPECT_THAT(r.err, HasSubstr("--url: expected http://HOST:PORT, found 'ftp://x'"));
   r = run_command(bench_serve("--prompts " + prompts_file() + " --clients 0"));
   EXPECT_EQ(r.exit_code, 2);
+  r = run_command(bench_serve("--prompts " + prompts_file() + " --requests-per-client 2000000000"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--requests-per-client"));
 }
 
 }  // namespace

@@ -101,6 +101,15 @@ std::vector<int32_t> prompt_of(int length, int64_t vocab, unsigned seed) {
   return p;
 }
 
+// One step of `decoder` alone through the server's step_together, with at most `draft_tokens` drafts (0: plain, as
+// a server's row budget leaves it); the step's tokens appended to `tokens`.
+void step_alone(Transformer& target, SpeculativeDecoder& decoder, int draft_tokens, std::vector<int32_t>& tokens) {
+  BatchedSequence* const seq[] = {&decoder};
+  std::vector<std::vector<int32_t>> out;
+  step_together(target, seq, std::vector<int>{draft_tokens}, out);
+  tokens.insert(tokens.end(), out[0].begin(), out[0].end());
+}
+
 class AutoPolicy : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -233,18 +242,10 @@ TEST_F(AutoPolicy, StepsWithoutDraftsDeferTheExtend) {
   std::vector<int32_t> tokens = {decoder.prefill(prompt)};
   const int64_t after_prefill = exact_->forwards_run();  // a drafter forward: an extend, or a draft step
   const int64_t cached = proposer.cached_tokens();
-  BatchedSequence* const seq[] = {&decoder};
-  std::vector<std::vector<int32_t>> out;
-  for (int i = 0; i < 10; ++i) {
-    step_together(*echo_, seq, std::vector<int>{0}, out);
-    tokens.insert(tokens.end(), out[0].begin(), out[0].end());
-  }
+  for (int i = 0; i < 10; ++i) step_alone(*echo_, decoder, 0, tokens);
   EXPECT_EQ(exact_->forwards_run(), after_prefill) << "a step without drafts ran the drafter";
   EXPECT_EQ(decoder.stats().plain_steps, 10);
-  while (tokens.size() < want.tokens.size()) {
-    step_together(*echo_, seq, std::vector<int>{decoder.max_draft_tokens()}, out);
-    tokens.insert(tokens.end(), out[0].begin(), out[0].end());
-  }
+  while (tokens.size() < want.tokens.size()) step_alone(*echo_, decoder, decoder.max_draft_tokens(), tokens);
   tokens.resize(want.tokens.size());
   EXPECT_EQ(tokens, want.tokens);
   EXPECT_GT(proposer.cached_tokens(), cached + 10) << "the deferred pairs never reached the drafter";
@@ -263,19 +264,10 @@ TEST_F(AutoPolicy, TheDrafterCatchesUpOverItsWindowOnly) {
   SpeculativeDecoder decoder(*echo_, proposer, config);
   std::vector<int32_t> tokens = {decoder.prefill(prompt)};
   EXPECT_EQ(proposer.cached_tokens(), 0) << "the drafter's pass over the prompt ran before a round drafted";
-  BatchedSequence* const seq[] = {&decoder};
-  std::vector<std::vector<int32_t>> out;
-  for (int i = 0; i < 20; ++i) {
-    step_together(*echo_, seq, std::vector<int>{0}, out);
-    tokens.insert(tokens.end(), out[0].begin(), out[0].end());
-  }
-  step_together(*echo_, seq, std::vector<int>{decoder.max_draft_tokens()}, out);
-  tokens.insert(tokens.end(), out[0].begin(), out[0].end());
+  for (int i = 0; i < 20; ++i) step_alone(*echo_, decoder, 0, tokens);
+  step_alone(*echo_, decoder, decoder.max_draft_tokens(), tokens);
   EXPECT_EQ(proposer.cached_tokens(), 6) << "the extend over the prompt's window and 20 plain steps";
-  while (tokens.size() < want.tokens.size()) {
-    step_together(*echo_, seq, std::vector<int>{decoder.max_draft_tokens()}, out);
-    tokens.insert(tokens.end(), out[0].begin(), out[0].end());
-  }
+  while (tokens.size() < want.tokens.size()) step_alone(*echo_, decoder, decoder.max_draft_tokens(), tokens);
   tokens.resize(want.tokens.size());
   EXPECT_EQ(tokens, want.tokens);
   EXPECT_GT(decoder.stats().accepted, 0) << "the exact drafter had nothing accepted after catching up";
@@ -313,9 +305,8 @@ TEST_F(AutoPolicy, TheLastPrefillPieceAnnouncesTheBlocksOfTheStepAfterIt) {
     announced = decoder.kv_blocks_for_next(decoder.max_draft_tokens());
     before = pool->free_blocks();
   } while (!decoder.prefill_piece());
-  BatchedSequence* const seq[] = {&decoder};
-  std::vector<std::vector<int32_t>> out;
-  step_together(*echo_, seq, std::vector<int>{decoder.max_draft_tokens()}, out);
+  std::vector<int32_t> tokens;
+  step_alone(*echo_, decoder, decoder.max_draft_tokens(), tokens);
   EXPECT_GT(proposer.cached_tokens(), 0) << "the step after the prefill did not extend the drafter";
   EXPECT_LE(before - pool->free_blocks(), announced) << "the last piece and its step took more than announced";
 }
